@@ -1,0 +1,101 @@
+// match: every event pattern of a RuleSet compiled into one Hyperscan database, scanned once per batch of records;
+// RE2 confirms and captures fields on the lines that hit, never on the others.
+// A CompiledRules is immutable and shared read-only between threads; a Scanner owns Hyperscan scratch space and
+// belongs to one thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "faultline/decode.hpp"
+#include "faultline/rules.hpp"
+#include "faultline/types.hpp"
+
+namespace faultline {
+
+// Refers to one event of one rule in a CompiledRules.
+struct EventRef {
+  std::uint32_t rule = 0;
+  std::uint32_t event = 0;
+  bool operator==(const EventRef&) const = default;
+};
+
+struct Hit {
+  std::uint32_t record = 0;  // index in the scanned batch
+  EventRef event;
+  Fields fields;             // named captures, then the event's static `set` fields
+};
+
+struct CompileOptions {
+  std::string cache_dir;  // where serialized databases are kept; empty: no cache
+};
+
+struct CompileInfo {
+  bool from_cache = false;
+  double seconds = 0;
+  std::size_t patterns = 0;
+  std::size_t database_bytes = 0;
+};
+
+class CompiledRules;
+
+struct CompileResult {
+  std::shared_ptr<const CompiledRules> rules;  // null when a pattern failed
+  std::vector<Diagnostic> diagnostics;         // every pattern that Hyperscan or RE2 rejects, with its position
+  CompileInfo info;
+};
+
+// Compiles every event of `rules`. Each failing pattern is reported (rule, event, pattern, position).
+CompileResult compile_rules(RuleSet rules, const CompileOptions& options = {});
+
+class CompiledRules {
+ public:
+  ~CompiledRules();
+  CompiledRules(const CompiledRules&) = delete;
+  CompiledRules& operator=(const CompiledRules&) = delete;
+
+  const RuleSet& rule_set() const { return rules_; }
+  const Rule& rule(std::uint32_t index) const { return rules_.rules[index]; }
+  const EventPattern& event(EventRef ref) const { return rules_.rules[ref.rule].events[ref.event]; }
+  std::size_t pattern_count() const;
+
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  friend CompileResult compile_rules(RuleSet, const CompileOptions&);
+  CompiledRules(RuleSet rules, std::unique_ptr<Impl> impl);
+  RuleSet rules_;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct ScanStats {
+  std::uint64_t bytes = 0;
+  std::uint64_t records = 0;
+  std::uint64_t candidates = 0;  // Hyperscan matches (before level filter and RE2 confirmation)
+  std::uint64_t hits = 0;
+};
+
+// Scans batches against one CompiledRules. Owns the Hyperscan scratch; not thread-safe, one per thread.
+class Scanner {
+ public:
+  explicit Scanner(std::shared_ptr<const CompiledRules> rules);
+  ~Scanner();
+  Scanner(Scanner&&) noexcept;
+  Scanner& operator=(Scanner&&) noexcept;
+
+  // Appends the hits of `batch` to `out` in record order, at most one per (record, event).
+  void scan(const RecordBatch& batch, std::vector<Hit>& out);
+
+  const CompiledRules& rules() const;
+  const std::shared_ptr<const CompiledRules>& shared_rules() const;
+  const ScanStats& stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace faultline

@@ -1,0 +1,149 @@
+// rules: the typed model of a fingerprint and the loader that reads it from YAML with positions.
+// Loading is staged (read YAML → decode into types → validate) and errors are data: every problem found is returned
+// with its 1-based file:line:column, none is thrown out of the loader. Knows nothing of Hyperscan, files being
+// tailed or HTTP. Values are immutable once loaded; free functions are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "faultline/types.hpp"
+
+namespace faultline {
+
+struct Diagnostic {
+  enum class Kind : std::uint8_t { error, warning };
+  Kind kind = Kind::error;
+  Position pos;
+  std::string message;
+
+  std::string str() const;  // "file:line:column: error: message"
+};
+
+// One named event of a rule: a regex in the syntax Hyperscan and RE2 share.
+struct EventPattern {
+  std::string name;
+  std::string regex;
+  bool caseless = false;
+  std::vector<Level> levels;          // empty: any level
+  Fields set;                         // static fields this event sets when it hits
+  std::vector<std::string> captures;  // names of (?P<name>...) groups, in order
+  Position pos;                       // of the regex value
+};
+
+// One step of a rule's sequence. Steps complete in order; an optional step is evidence and never blocks.
+struct Step {
+  std::vector<std::string> events;      // the step's event, or any of several
+  std::uint32_t count = 1;              // at least this many hits...
+  std::optional<Duration> within;       // ...within this window (from the previous step, or among the hits)
+  bool optional = false;
+  std::optional<Severity> severity;     // raise the incident at this severity once this step is reached
+  std::vector<std::string> after;       // hits count only once these events were seen in the story
+  std::optional<Duration> absent_for;   // absence: completes when none of `events` hits for this long
+  Position pos;
+};
+
+// How far out of order two lines may arrive and still count as in order (stdout and stderr interleave).
+struct Tolerance {
+  std::uint32_t lines = 0;
+  Duration time{0};
+};
+
+// Which state machine a hit belongs to. Default: the stream.
+struct KeySpec {
+  bool stream = true;                // the stream's logical identity
+  bool node = false;                 // the node label (kernel log and pods on one host)
+  std::vector<std::string> fields;   // captured fields, e.g. pid or rank
+};
+
+struct Lifetime {
+  Duration quiet = std::chrono::minutes(30);  // resolved after this long without a new hit
+  std::vector<std::string> resolve_on;        // or when one of these events hits
+};
+
+// Root-cause attribution: a cascade rule reports a consequence (engine dead, worker died). When a root-cause
+// incident shares its stream or pod within `window`, the cascade incident points at it (caused_by) and does not page.
+struct Cascade {
+  bool enabled = false;
+  Duration window = std::chrono::minutes(2);
+};
+
+struct ExpectedIncident {
+  std::string rule;                      // defaults to the rule that owns the test
+  std::optional<Severity> severity;
+  std::optional<std::string> status;     // "firing" | "resolved"
+  Fields fields;                         // each must be present with this value
+  std::optional<std::uint32_t> count;
+  std::optional<std::uint32_t> min_evidence;
+  std::optional<std::string> caused_by;  // rule id of the root cause; "" means none
+  Position pos;
+};
+
+struct TestLine {
+  std::string text;
+  Duration after{0};  // virtual time that passes before this line is read
+};
+
+// A rule test: `faultline test` scans these lines (or a fixture file) with a virtual clock and compares incidents.
+struct RuleTest {
+  std::string name;
+  std::vector<TestLine> lines;
+  std::string file;                // fixture, relative to the rule file
+  std::string format = "auto";     // container format of the lines
+  std::optional<Time> start;       // virtual clock at the first line (default 2026-01-01T00:00:00Z)
+  Duration advance{0};             // virtual time that passes after the last line
+  std::vector<ExpectedIncident> expect;  // empty: the rule must raise nothing
+  Position pos;
+};
+
+struct Rule {
+  std::string id;
+  std::string title;
+  Severity severity = Severity::warning;
+  std::string summary;       // may use {field} and {field|default} placeholders
+  std::string remediation;   // likewise
+  std::vector<std::string> references;
+  Fields labels;             // static labels added to every incident
+  std::vector<EventPattern> events;
+  std::vector<Step> sequence;          // one step per event when omitted and the rule has a single event
+  std::vector<std::string> reset_on;   // events that clear partial progress
+  Tolerance tolerance;
+  KeySpec key;
+  Lifetime lifetime;
+  Cascade cascade;
+  int priority = 0;                    // among root causes, the higher explains the lower
+  std::uint32_t context_lines = 4;     // lines before each decisive line kept as evidence
+  std::vector<RuleTest> tests;
+  Position pos;                        // of the rule's mapping
+  std::string content_hash;            // of the rule's definition (hex), shown by /api/v1/rules
+
+  const EventPattern* find_event(std::string_view name) const;
+  int event_index(std::string_view name) const;  // -1 when unknown
+};
+
+struct RuleSet {
+  std::vector<Rule> rules;
+  const Rule* find(std::string_view id) const;
+};
+
+struct LoadResult {
+  RuleSet rules;
+  std::vector<Diagnostic> diagnostics;
+  bool ok() const;  // no errors (warnings allowed)
+};
+
+// Loads rule files: each path is a .yaml/.yml file or a directory searched recursively. A file holds one rule
+// (a mapping) or several (a sequence of mappings, or a mapping with a `rules:` list). Every problem is reported.
+LoadResult load_rules(const std::vector<std::string>& paths);
+LoadResult load_rules_from_string(std::string_view yaml, std::string_view file_name);
+
+// Where the shipped catalog is: the source tree's rules/ when run from a build, else the install prefix.
+std::string default_rules_dir();
+
+// Expands {field} / {field|default} placeholders.
+std::string expand_template(std::string_view text, const Fields& fields);
+
+}  // namespace faultline

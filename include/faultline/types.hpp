@@ -1,0 +1,58 @@
+// The small vocabulary every room shares: event time, log levels, severities, positions.
+// Plain values only; no room-specific behaviour lives here. Thread-safe (no state).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace faultline {
+
+// Event time: nanoseconds since the Unix epoch, UTC.
+using Duration = std::chrono::nanoseconds;
+using Time = std::chrono::time_point<std::chrono::system_clock, Duration>;
+
+enum class Level : std::uint8_t { unknown, trace, debug, info, warning, error, critical };
+
+enum class Severity : std::uint8_t { info, warning, critical };
+
+std::string_view to_string(Level level);
+std::string_view to_string(Severity severity);
+std::optional<Level> parse_level(std::string_view text);       // "info", "WARN", "E", ...
+std::optional<Severity> parse_severity(std::string_view text);  // "info" | "warning" | "critical"
+
+// A place in a file shown to people: 1-based line and column.
+struct Position {
+  std::string file;
+  std::uint32_t line = 0;
+  std::uint32_t column = 0;
+
+  std::string str() const;  // "file:line:column"
+};
+
+// Named values captured from log lines (and static values set by rules), in insertion order.
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+const std::string* find_field(const Fields& fields, std::string_view name);
+void set_field(Fields& fields, std::string_view name, std::string_view value);
+
+// "250ms", "5s", "10m", "2h", "1d", "1h30m". No sign, no bare numbers.
+std::optional<Duration> parse_duration(std::string_view text);
+std::string format_duration(Duration d);
+
+// RFC 3339 with milliseconds, UTC: 2026-11-29T10:08:01.123Z
+std::string format_time(Time t);
+// RFC 3339 / ISO 8601 with optional fraction and zone (Z, +hh:mm); no zone means UTC.
+std::optional<Time> parse_rfc3339(std::string_view text);
+
+// Days since 1970-01-01 for a civil date (proleptic Gregorian).
+std::int64_t days_from_civil(int year, unsigned month, unsigned day);
+
+// Replace invalid UTF-8 sequences with U+FFFD so text can go into JSON.
+std::string sanitize_utf8(std::string_view text);
+
+}  // namespace faultline
