@@ -24,7 +24,8 @@ std::optional<ContainerFormat> parse_container_format(std::string_view text);  /
 // How to read times that the log prints incompletely.
 struct TimeContext {
   // A time printed without a year gets the year that puts it nearest to, and not more than a day after, this
-  // reference (the file's modification time, or --now), so a replay gives the same answer on any day.
+  // reference (the file's modification time, or --now), so a replay gives the same answer on any day. Unset (the
+  // epoch): a Decoder uses the read_time given to feed(), parse_line_meta the wall clock.
   Time reference{};
   // Zone of times printed without one.
   std::chrono::seconds utc_offset{0};
@@ -62,7 +63,7 @@ class RecordBatch {
   std::string_view buffer() const { return buffer_; }
   std::size_t bytes() const { return buffer_.size(); }
   const std::vector<RecordMeta>& records() const { return records_; }
-  // The index of the record whose text (or trailing '\n') holds buffer offset `pos`.
+  // The index of the record whose text (or trailing '\n') holds buffer offset `pos`; size() if pos >= bytes().
   std::size_t record_at(std::size_t pos) const;
 
   void clear() {
@@ -100,8 +101,11 @@ class Decoder {
   void flush(Time read_time, RecordBatch& out);
   bool has_partial() const;
 
-  // Stream offset up to which every byte has become a record; a checkpoint stores this.
+  // Stream offset up to which every byte has become a record; a checkpoint stores this. Held back to the start of
+  // any line still open (a partial last line, a CRI 'P' chain waiting for its 'F'), so a restart re-reads it.
   std::uint64_t committed_offset() const;
+  // The line number at committed_offset(): pass both to resume_at() after a restart.
+  std::uint64_t committed_line() const;
   // Start numbering lines and offsets as if `offset` bytes and `line - 1` lines came before (resume).
   void resume_at(std::uint64_t offset, std::uint64_t line);
 

@@ -93,8 +93,9 @@ class Scanner {
   const std::shared_ptr<const CompiledRules>& shared_rules() const;
   const ScanStats& stats() const;
 
+  struct Impl;  // implementation detail (the Hyperscan callback reaches it)
+
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -68,7 +68,8 @@ struct Lifetime {
 // incident shares its stream or pod within `window`, the cascade incident points at it (caused_by) and does not page.
 struct Cascade {
   bool enabled = false;
-  Duration window = std::chrono::minutes(2);
+  Duration window = std::chrono::minutes(2);  // how far back a root cause may lie
+  Duration hold = std::chrono::seconds(10);   // how long to wait for a root cause printed after the consequence
 };
 
 struct ExpectedIncident {

@@ -1,0 +1,300 @@
+// Container log wrappers: the Kubernetes CRI line format and docker's json-file driver. The docker parser is a
+// small dedicated JSON reader (object of strings, other values skipped) so the hot path needs no JSON library.
+#include <cstring>
+
+#include "decode_internal.hpp"
+
+namespace faultline {
+
+std::string_view to_string(ContainerFormat format) {
+  switch (format) {
+    case ContainerFormat::auto_detect: return "auto";
+    case ContainerFormat::raw: return "raw";
+    case ContainerFormat::cri: return "cri";
+    case ContainerFormat::docker: return "docker";
+  }
+  return "auto";
+}
+
+std::optional<ContainerFormat> parse_container_format(std::string_view text) {
+  if (text == "auto") return ContainerFormat::auto_detect;
+  if (text == "raw") return ContainerFormat::raw;
+  if (text == "cri") return ContainerFormat::cri;
+  if (text == "docker") return ContainerFormat::docker;
+  return std::nullopt;
+}
+
+namespace decode_detail {
+namespace {
+
+// "<time> <stream> <tag>" header; fills `out` and returns the index just after the tag, or 0.
+std::size_t cri_header(std::string_view line, CriLine& out, bool parse_time) {
+  // The timestamp is RFC 3339 with 'T' and a zone: at least "2006-01-02T15:04:05Z".
+  const std::size_t sp = line.find(' ');
+  if (sp == std::string_view::npos || sp < 20 || sp > 40 || line[4] != '-' || line[10] != 'T') return 0;
+  if (parse_time) {
+    auto t = parse_rfc3339(line.substr(0, sp));
+    if (!t) return 0;
+    out.time = *t;
+  }
+  std::size_t p = sp + 1;
+  const std::string_view s = line.substr(p, 7);
+  if (s == "stdout " || s == "stderr ") {
+    out.is_stderr = s[3] == 'e';
+  } else {
+    return 0;
+  }
+  p += 7;
+  if (p >= line.size() || (line[p] != 'P' && line[p] != 'F')) return 0;
+  out.partial = line[p] == 'P';
+  ++p;
+  // Further tags may follow after ':' ("F:x"); they end at the space before the message.
+  if (p < line.size() && line[p] == ':') {
+    while (p < line.size() && line[p] != ' ') ++p;
+  }
+  if (p < line.size() && line[p] != ' ') return 0;
+  return p;
+}
+
+bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+struct Json {
+  std::string_view s;
+  std::size_t p = 0;
+  bool cut = false;  // the text was cut short: running off the end inside "log" is allowed
+
+  void ws() {
+    while (p < s.size() && is_ws(s[p])) ++p;
+  }
+  bool lit(char c) {
+    ws();
+    if (p < s.size() && s[p] == c) {
+      ++p;
+      return true;
+    }
+    return false;
+  }
+  // A string whose raw (still escaped) contents are returned; p ends after the closing quote.
+  bool raw_string(std::string_view& out) {
+    if (!lit('"')) return false;
+    const std::size_t b = p;
+    while (p < s.size()) {
+      const char c = s[p];
+      if (c == '"') {
+        out = s.substr(b, p - b);
+        ++p;
+        return true;
+      }
+      p += (c == '\\') ? 2 : 1;
+    }
+    return false;
+  }
+  // Skips any JSON value (strings, numbers, literals, nested objects/arrays).
+  bool skip_value() {
+    ws();
+    if (p >= s.size()) return false;
+    const char c = s[p];
+    if (c == '"') {
+      std::string_view ignored;
+      return raw_string(ignored);
+    }
+    if (c == '{' || c == '[') {
+      int depth = 0;
+      while (p < s.size()) {
+        const char k = s[p];
+        if (k == '"') {
+          std::string_view ignored;
+          if (!raw_string(ignored)) return false;
+          continue;
+        }
+        if (k == '{' || k == '[') ++depth;
+        if (k == '}' || k == ']') {
+          if (--depth == 0) {
+            ++p;
+            return true;
+          }
+        }
+        ++p;
+      }
+      return false;
+    }
+    const std::size_t b = p;
+    while (p < s.size() && s[p] != ',' && s[p] != '}' && s[p] != ']' && !is_ws(s[p])) ++p;
+    return p > b;
+  }
+};
+
+int hex4(std::string_view s, std::size_t p) {
+  if (p + 4 > s.size()) return -1;
+  int v = 0;
+  for (std::size_t i = 0; i < 4; ++i) {
+    const char c = s[p + i];
+    int d;
+    if (c >= '0' && c <= '9') d = c - '0';
+    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
+    else return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+void put_utf8(std::string& out, std::uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+// Decodes the JSON string at j.p into `out`. Returns false on malformed input; with j.cut, running off the end
+// is accepted and reported in `ran_off`.
+bool decode_string(Json& j, std::string& out, bool& ran_off) {
+  ran_off = false;
+  if (!j.lit('"')) return false;
+  const std::string_view s = j.s;
+  std::size_t p = j.p;
+  const std::size_t n = s.size();
+  while (true) {
+    // Copy the plain run up to the next quote or backslash in one go.
+    std::size_t q = p;
+    while (q < n && s[q] != '"' && s[q] != '\\') ++q;
+    out.append(s.data() + p, q - p);
+    p = q;
+    if (p >= n) {
+      if (!j.cut) return false;
+      ran_off = true;
+      j.p = p;
+      return true;
+    }
+    if (s[p] == '"') {
+      j.p = p + 1;
+      return true;
+    }
+    // Escape.
+    if (p + 1 >= n) {
+      if (!j.cut) return false;
+      ran_off = true;
+      j.p = n;
+      return true;
+    }
+    const char e = s[p + 1];
+    p += 2;
+    switch (e) {
+      case '"': out += '"'; break;
+      case '\\': out += '\\'; break;
+      case '/': out += '/'; break;
+      case 'b': out += '\b'; break;
+      case 'f': out += '\f'; break;
+      case 'n': out += '\n'; break;
+      case 'r': out += '\r'; break;
+      case 't': out += '\t'; break;
+      case 'u': {
+        const int hi = hex4(s, p);
+        if (hi < 0) {
+          if (j.cut && p + 4 > n) {
+            ran_off = true;
+            j.p = n;
+            return true;
+          }
+          return false;
+        }
+        p += 4;
+        std::uint32_t cp = static_cast<std::uint32_t>(hi);
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+          const int lo = (p + 1 < n && s[p] == '\\' && s[p + 1] == 'u') ? hex4(s, p + 2) : -1;
+          if (lo >= 0xDC00 && lo <= 0xDFFF) {
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (static_cast<std::uint32_t>(lo) - 0xDC00);
+            p += 6;
+          } else {
+            cp = 0xFFFD;  // lone high surrogate
+          }
+        } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+          cp = 0xFFFD;  // lone low surrogate
+        }
+        put_utf8(out, cp);
+        break;
+      }
+      default:
+        return false;
+    }
+  }
+}
+
+}  // namespace
+
+bool parse_cri(std::string_view line, CriLine& out) {
+  const std::size_t p = cri_header(line, out, true);
+  if (p == 0) return false;
+  out.message = p < line.size() ? p + 1 : line.size();
+  return true;
+}
+
+bool looks_like_cri(std::string_view prefix) {
+  CriLine ignored;
+  return cri_header(prefix, ignored, true) != 0;
+}
+
+bool parse_docker(std::string_view line, bool cut, std::string& log, DockerLine& out) {
+  out = DockerLine{};
+  log.clear();
+  Json j{line, 0, cut};
+  if (!j.lit('{')) return false;
+  bool have_log = false, have_time = false;
+  // The "log" string loses its final '\n'; without one the entry is a partial that continues in the next line.
+  const auto finish = [&] {
+    if (!log.empty() && log.back() == '\n') {
+      log.pop_back();
+    } else {
+      out.partial = true;
+    }
+    return true;
+  };
+  // A line cut by the buffer limit may stop anywhere after the log: what was read still counts.
+  const auto cut_short = [&] { return cut && have_log && finish(); };
+  if (j.lit('}')) return false;
+  while (true) {
+    std::string_view key;
+    if (!j.raw_string(key) || !j.lit(':')) return cut_short();
+    if (key == "log" && !have_log) {
+      bool ran_off = false;
+      if (!decode_string(j, log, ran_off)) return false;
+      have_log = true;
+      if (ran_off) {
+        out.truncated = true;
+        return true;
+      }
+    } else if (key == "stream" || key == "time") {
+      std::string_view v;
+      if (!j.raw_string(v)) return cut_short();
+      if (key == "stream") {
+        out.is_stderr = v == "stderr";
+        out.has_stream = true;
+      } else {
+        out.time = parse_rfc3339(v);
+        have_time = out.time.has_value();
+      }
+    } else if (!j.skip_value()) {
+      return cut_short();
+    }
+    if (j.lit(',')) continue;
+    if (j.lit('}')) break;
+    return cut_short();
+  }
+  j.ws();
+  if (j.p != line.size() || !have_log || !(have_time || out.has_stream)) return false;
+  return finish();
+}
+
+}  // namespace decode_detail
+}  // namespace faultline

@@ -1,0 +1,44 @@
+// Private helpers shared by the decode room's sources (not part of the public API).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "faultline/decode.hpp"
+
+namespace faultline::decode_detail {
+
+// parse_line_meta with the reference used for year inference given explicitly: `fallback_reference` is used when
+// context.reference is unset (the epoch); if that is the epoch too, the wall clock is read.
+LineMeta parse_line_meta(std::string_view message, const TimeContext& context, Time fallback_reference);
+
+// Removes ANSI and caret-notation escape sequences from data[0, size) in place; returns the new size.
+std::size_t strip_ansi(char* data, std::size_t size);
+
+// One line of the Kubernetes CRI log format: "<RFC3339Nano> <stdout|stderr> <P|F>[:tags] <message>".
+struct CriLine {
+  Time time{};
+  bool is_stderr = false;
+  bool partial = false;    // tag 'P': the message continues in the next line of the same stream
+  std::size_t message = 0; // index of the message in the line
+};
+bool parse_cri(std::string_view line, CriLine& out);
+// Like parse_cri, but succeeds on a line prefix that holds at least the header (used for format detection).
+bool looks_like_cri(std::string_view prefix);
+
+// One line of docker's json-file driver: {"log":"...","stream":"stderr","time":"..."}.
+struct DockerLine {
+  std::optional<Time> time;
+  bool is_stderr = false;
+  bool partial = false;    // "log" did not end in "\n"
+  bool truncated = false;  // the line was cut before the end of "log" (only when `cut` is passed)
+  bool has_stream = false;
+};
+// Decodes `line` into `out`, the unescaped "log" string into `log` (without its final '\n'). `cut`: the line was cut
+// short by the buffer limit, so an unterminated "log" string is accepted as a truncated one.
+bool parse_docker(std::string_view line, bool cut, std::string& log, DockerLine& out);
+
+}  // namespace faultline::decode_detail

@@ -1,0 +1,510 @@
+// The Decoder: bytes of one stream -> records. Three stages per stream:
+//   framing   — physical lines on LF; raw lines are streamed through without buffering, wrapped lines (CRI, docker)
+//               are buffered up to a bound because their header or JSON must be read whole;
+//   unwrapping — the container format's message, stream (stdout/stderr) and time, and whether the message continues
+//               in the next line (CRI 'P', docker log without "\n");
+//   assembling — per channel (raw/malformed, stdout, stderr), the message bytes of one logical line are cut into
+//               segments at CR (and caret "^M"), each capped at max_line_bytes, then cleaned of ANSI codes, given a
+//               time and level and appended to the batch.
+// Complete lines are handled straight from the caller's bytes; only lines that span feed() calls are copied, into
+// buffers whose capacity is kept, so steady-state decoding does not allocate.
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "decode_internal.hpp"
+
+namespace faultline {
+
+using decode_detail::CriLine;
+using decode_detail::DockerLine;
+
+namespace {
+
+constexpr std::size_t kDetectBytes = 64;           // enough for a CRI header
+constexpr std::size_t kKubeletFragment = 16 * 1024;  // kubelet and docker split long lines at 16 KiB
+
+bool is_blank(std::string_view s) {
+  for (const char c : s) {
+    if (c != ' ' && c != '\t' && c != '\r' && c != '\v' && c != '\f') return false;
+  }
+  return true;
+}
+
+// Length of text[0, n) cut back so it does not end inside a UTF-8 sequence (when the bytes are UTF-8 at all).
+std::size_t utf8_floor(const char* d, std::size_t n) {
+  for (std::size_t back = 1; back <= 4 && back <= n; ++back) {
+    const auto c = static_cast<unsigned char>(d[n - back]);
+    if ((c & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
+    std::size_t need = 1;
+    if (c >= 0xF0 && c <= 0xF4) need = 4;
+    else if (c >= 0xE0 && c <= 0xEF) need = 3;
+    else if (c >= 0xC2 && c <= 0xDF) need = 2;
+    return back < need ? n - back : n;
+  }
+  return n;
+}
+
+// A piece of the message of one logical line, as handed from unwrapping to assembling.
+struct Piece {
+  std::string_view data;
+  std::uint64_t offset = 0;       // stream offset of data[0], when `exact`
+  bool exact = true;              // false: data was unescaped (docker), positions inside it are not stream offsets
+  std::uint64_t line = 0;         // physical line the piece is in
+  std::uint64_t line_offset = 0;  // offset of that physical line's start
+  std::optional<Time> time;       // the wrapper's time
+  bool end = false;               // the logical line ends after this piece
+  bool cut = false;               // bytes after this piece were dropped (wrapper line over its buffer bound)
+  bool may_have_lf = false;       // unescaped text may hold '\n'
+};
+
+// Assembling state of one channel.
+struct Assembler {
+  bool open = false;              // a logical line is in progress
+  bool first_piece = true;        // the next piece is the first of the logical line
+  std::uint64_t line = 0;         // line number of its first fragment
+  std::uint64_t start = 0;        // stream offset of the physical line where it began (a restart resumes there)
+  // The current segment.
+  bool seg = false;               // begun: seg_offset/seg_time are set
+  bool discarding = false;        // cut at max_line_bytes and already emitted: drop bytes up to the next break
+  std::uint64_t seg_offset = 0;   // reported offset
+  std::uint64_t seg_text = 0;     // stream offset of its first text byte (for "^M" splits), when seg_exact
+  bool seg_exact = true;
+  std::optional<Time> seg_time;
+  std::string buf;                // its bytes when it spans pieces
+
+  void reset() {
+    open = false;
+    first_piece = true;
+    seg = false;
+    discarding = false;
+    buf.clear();
+  }
+};
+
+enum Channel : std::size_t { kRaw = 0, kStdout = 1, kStderr = 2 };
+
+}  // namespace
+
+struct Decoder::Impl {
+  std::uint32_t stream;
+  DecodeOptions opt;
+  ContainerFormat fmt;
+  DecodeStats stats;
+  std::size_t max_line;
+
+  std::uint64_t pos = 0;          // stream offset of the next byte fed
+  std::uint64_t line_no = 1;      // physical line that `pos` is in
+  std::uint64_t line_start = 0;   // where that line (or its unflushed rest) starts
+  std::uint64_t committed = 0;    // offset after the last finished physical line
+  std::uint64_t committed_line = 1;
+
+  std::string line_buf;           // wrapped formats and detection: the physical line so far, without LF
+  bool line_over = false;         // the physical line outgrew wrap_cap: bytes up to LF are dropped
+  std::size_t wrap_cap = 0;
+
+  std::array<Assembler, 3> chan;
+  std::optional<Time> last_time;  // of the last line that carried one
+  Time read_time{};
+  std::string scratch;            // ANSI stripping
+  std::string json;               // docker "log" unescaped
+
+  Impl(std::uint32_t s, DecodeOptions o) : stream(s), opt(o), fmt(o.format) {
+    max_line = std::max<std::size_t>(opt.max_line_bytes, 1);
+    set_wrap_cap();
+    scratch.reserve(256);
+  }
+
+  void set_wrap_cap() {
+    const std::size_t base = std::max(max_line, kKubeletFragment);
+    // CRI: header plus message. Docker: JSON escapes can grow the text (up to 6x for control characters).
+    wrap_cap = fmt == ContainerFormat::docker || fmt == ContainerFormat::auto_detect ? 2 * base + 6 * kKubeletFragment
+                                                                                       : base + 256;
+  }
+
+  // ---- records -------------------------------------------------------------------------------------------------
+
+  void emit_record(std::string_view text, std::uint64_t line, std::uint64_t offset, const std::optional<Time>& wrap_time,
+                   bool truncated, RecordBatch& out) {
+    std::string_view view = text;
+    if (std::memchr(text.data(), '\x1b', text.size()) != nullptr ||
+        std::memchr(text.data(), '^', text.size()) != nullptr) {
+      scratch.assign(text);
+      scratch.resize(decode_detail::strip_ansi(scratch.data(), scratch.size()));
+      view = scratch;
+    }
+    if (is_blank(view)) return;
+    const LineMeta m = decode_detail::parse_line_meta(view, opt.time, read_time);
+    RecordMeta r;
+    r.stream = stream;
+    r.line = line;
+    r.offset = offset;
+    r.level = m.level;
+    r.truncated = truncated;
+    if (wrap_time) {
+      r.time = *wrap_time;
+      r.time_from_log = true;
+    } else if (m.time) {
+      r.time = *m.time;
+      r.time_from_log = true;
+    } else {
+      r.time = last_time ? *last_time : read_time;
+    }
+    if (r.time_from_log) last_time = r.time;
+    out.append(r, view);
+    ++stats.lines;
+  }
+
+  // A finished segment: "^M" (caret-notation CR, from pasted logs) splits it further; a "^M" followed by a lower
+  // case letter is taken as text (a regex such as "^Mixtral"), not as a line break.
+  void emit_segment(const Assembler& a, std::string_view text, bool truncated, RecordBatch& out) {
+    if (truncated) {
+      text = text.substr(0, utf8_floor(text.data(), text.size()));
+      ++stats.truncated;
+    }
+    const auto at = [&](std::size_t i) { return i == 0 || !a.seg_exact ? a.seg_offset : a.seg_text + i; };
+    std::size_t begin = 0;
+    std::size_t k = text.find("^M");
+    while (k != std::string_view::npos) {
+      const std::size_t after = k + 2;
+      if (after < text.size() && text[after] >= 'a' && text[after] <= 'z') {
+        k = text.find("^M", after);
+        continue;
+      }
+      if (k > begin) emit_record(text.substr(begin, k - begin), a.line, at(begin), a.seg_time, false, out);
+      begin = after;
+      k = text.find("^M", after);
+    }
+    if (begin < text.size()) emit_record(text.substr(begin), a.line, at(begin), a.seg_time, truncated, out);
+  }
+
+  // ---- assembling ----------------------------------------------------------------------------------------------
+
+  // Appends to the current segment's buffer; at the cap, emits it truncated and starts discarding.
+  void append_capped(Assembler& a, std::string_view part, RecordBatch& out) {
+    const std::size_t room = max_line - a.buf.size();
+    if (part.size() <= room) {
+      a.buf.append(part);
+      return;
+    }
+    a.buf.append(part.data(), room);
+    emit_segment(a, a.buf, true, out);
+    a.buf.clear();
+    a.discarding = true;
+  }
+
+  void take(Assembler& a, const Piece& pc, RecordBatch& out) {
+    if (!a.open) {
+      a.open = true;
+      a.first_piece = true;
+      a.line = pc.line;
+      a.start = pc.line_offset;
+    }
+    const char* d = pc.data.data();
+    const std::size_t n = pc.data.size();
+    std::size_t i = 0;
+    while (true) {
+      std::size_t b = n;
+      if (pc.may_have_lf) {
+        for (std::size_t k = i; k < n; ++k) {
+          if (d[k] == '\r' || d[k] == '\n') {
+            b = k;
+            break;
+          }
+        }
+      } else if (i < n) {
+        const void* cr = std::memchr(d + i, '\r', n - i);
+        if (cr != nullptr) b = static_cast<std::size_t>(static_cast<const char*>(cr) - d);
+      }
+      const bool has_break = b < n;
+      const bool cut_here = !has_break && pc.cut;
+      const std::string_view part(d + i, b - i);
+      if (!a.seg) {
+        a.seg = true;
+        a.seg_exact = pc.exact;
+        a.seg_text = pc.exact ? pc.offset + i : pc.line_offset;
+        a.seg_offset = (a.first_piece && i == 0) || !pc.exact ? pc.line_offset : pc.offset + i;
+        a.seg_time = pc.time;
+      }
+      if (a.discarding) {
+        if (has_break || pc.end) {
+          a.discarding = false;
+          a.seg = false;
+        }
+      } else if (has_break || pc.end || cut_here) {
+        if (a.buf.empty()) {
+          if (part.size() > max_line) {
+            emit_segment(a, part.substr(0, max_line), true, out);
+          } else if (!part.empty()) {
+            emit_segment(a, part, cut_here, out);
+          }
+        } else {
+          append_capped(a, part, out);
+          if (!a.discarding) emit_segment(a, a.buf, cut_here, out);
+          a.buf.clear();
+        }
+        a.discarding = false;
+        a.seg = false;
+        if (cut_here && !pc.end) {
+          // The dropped bytes belonged to this segment; what follows them does too, up to the next break.
+          a.seg = true;
+          a.discarding = true;
+        }
+      } else {
+        append_capped(a, part, out);
+      }
+      if (!has_break) break;
+      i = b + 1;
+    }
+    a.first_piece = false;
+    if (pc.end) {
+      a.open = false;
+      a.seg = false;
+      a.discarding = false;
+    }
+  }
+
+  // ---- unwrapping ----------------------------------------------------------------------------------------------
+
+  void physical_line(std::string_view line, bool cut, RecordBatch& out) {
+    if (fmt == ContainerFormat::cri) {
+      CriLine h;
+      if (decode_detail::parse_cri(line, h)) {
+        if (h.partial) ++stats.partials_joined;
+        Piece pc;
+        pc.data = line.substr(h.message);
+        pc.offset = line_start + h.message;
+        pc.line = line_no;
+        pc.line_offset = line_start;
+        pc.time = h.time;
+        pc.end = !h.partial;
+        pc.cut = cut;
+        take(chan[h.is_stderr ? kStderr : kStdout], pc, out);
+        return;
+      }
+    } else if (fmt == ContainerFormat::docker) {
+      DockerLine dl;
+      if (decode_detail::parse_docker(line, cut, json, dl)) {
+        if (dl.partial) ++stats.partials_joined;
+        Piece pc;
+        pc.data = json;
+        pc.offset = line_start;
+        pc.exact = false;
+        pc.line = line_no;
+        pc.line_offset = line_start;
+        pc.time = dl.time;
+        pc.end = !dl.partial;
+        pc.cut = dl.truncated;
+        pc.may_have_lf = true;
+        take(chan[dl.is_stderr ? kStderr : kStdout], pc, out);
+        return;
+      }
+    }
+    ++stats.malformed;
+    Piece pc;
+    pc.data = line;
+    pc.offset = line_start;
+    pc.line = line_no;
+    pc.line_offset = line_start;
+    pc.end = true;
+    pc.cut = cut;
+    take(chan[kRaw], pc, out);
+  }
+
+  // ---- framing -------------------------------------------------------------------------------------------------
+
+  void end_physical_line() {  // `pos` is just after the LF
+    ++line_no;
+    line_start = pos;
+    committed = pos;
+    committed_line = line_no;
+  }
+
+  std::size_t feed_raw(std::string_view bytes, std::size_t i, RecordBatch& out) {
+    const char* p = bytes.data() + i;
+    const std::size_t len = bytes.size() - i;
+    const void* nl = std::memchr(p, '\n', len);
+    Piece pc;
+    pc.offset = pos;
+    pc.line = line_no;
+    pc.line_offset = line_start;
+    if (nl != nullptr) {
+      const auto k = static_cast<std::size_t>(static_cast<const char*>(nl) - p);
+      pc.data = std::string_view(p, k);
+      pc.end = true;
+      take(chan[kRaw], pc, out);
+      pos += k + 1;
+      end_physical_line();
+      return i + k + 1;
+    }
+    pc.data = std::string_view(p, len);
+    take(chan[kRaw], pc, out);
+    pos += len;
+    return bytes.size();
+  }
+
+  void buffer_line(std::string_view s) {
+    const std::size_t room = wrap_cap > line_buf.size() ? wrap_cap - line_buf.size() : 0;
+    if (s.size() > room) {
+      line_buf.append(s.data(), room);
+      line_over = true;
+    } else {
+      line_buf.append(s);
+    }
+  }
+
+  std::size_t feed_wrapped(std::string_view bytes, std::size_t i, RecordBatch& out) {
+    const char* p = bytes.data() + i;
+    const std::size_t len = bytes.size() - i;
+    const void* nl = std::memchr(p, '\n', len);
+    if (nl != nullptr) {
+      const auto k = static_cast<std::size_t>(static_cast<const char*>(nl) - p);
+      if (line_buf.empty() && !line_over) {
+        if (k <= wrap_cap) physical_line(std::string_view(p, k), false, out);
+        else physical_line(std::string_view(p, wrap_cap), true, out);
+      } else {
+        if (!line_over) buffer_line(std::string_view(p, k));
+        physical_line(line_buf, line_over, out);
+        line_buf.clear();
+        line_over = false;
+      }
+      pos += k + 1;
+      end_physical_line();
+      return i + k + 1;
+    }
+    if (!line_over) buffer_line(std::string_view(p, len));
+    pos += len;
+    return bytes.size();
+  }
+
+  // Decides the container format from the start of the first non-blank line (held in line_buf).
+  void decide(bool complete, RecordBatch& out) {
+    ContainerFormat f = ContainerFormat::raw;
+    if (line_buf.front() == '{') {
+      DockerLine dl;
+      if (decode_detail::parse_docker(line_buf, !complete, json, dl)) f = ContainerFormat::docker;
+    } else if (decode_detail::looks_like_cri(line_buf)) {
+      f = ContainerFormat::cri;
+    }
+    fmt = f;
+    set_wrap_cap();
+    if (f == ContainerFormat::raw) {
+      // The buffered bytes start a raw line: stream them on like any other piece.
+      Piece pc;
+      pc.data = line_buf;
+      pc.offset = line_start;
+      pc.line = line_no;
+      pc.line_offset = line_start;
+      take(chan[kRaw], pc, out);
+      line_buf.clear();
+    } else if (!complete && line_buf.size() >= wrap_cap) {
+      line_over = true;
+    }
+  }
+
+  std::size_t feed_detect(std::string_view bytes, std::size_t i, RecordBatch& out) {
+    const char* p = bytes.data() + i;
+    const std::size_t len = bytes.size() - i;
+    const void* nl = std::memchr(p, '\n', len);
+    const std::size_t avail = nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - p) : len;
+    const char first = line_buf.empty() ? (avail > 0 ? p[0] : '\0') : line_buf.front();
+    const std::size_t limit = first == '{' ? wrap_cap : kDetectBytes;
+    const std::size_t n = std::min(avail, limit - line_buf.size());
+    line_buf.append(p, n);
+    pos += n;
+    i += n;
+    const bool complete = n == avail && nl != nullptr;
+    if (complete && is_blank(line_buf)) {
+      // Blank lines make no record and say nothing about the format.
+      line_buf.clear();
+      pos += 1;
+      end_physical_line();
+      return i + 1;
+    }
+    if (complete || line_buf.size() >= limit) decide(complete, out);
+    return i;
+  }
+
+  void feed(std::string_view bytes, Time rt, RecordBatch& out) {
+    stats.bytes += bytes.size();
+    read_time = rt;
+    std::size_t i = 0;
+    while (i < bytes.size()) {
+      if (fmt == ContainerFormat::raw) i = feed_raw(bytes, i, out);
+      else if (fmt == ContainerFormat::auto_detect) i = feed_detect(bytes, i, out);
+      else i = feed_wrapped(bytes, i, out);
+    }
+  }
+
+  void flush(Time rt, RecordBatch& out) {
+    read_time = rt;
+    if (fmt == ContainerFormat::auto_detect && !line_buf.empty()) {
+      if (is_blank(line_buf)) line_buf.clear();
+      else decide(true, out);
+    }
+    if ((fmt == ContainerFormat::cri || fmt == ContainerFormat::docker) && (!line_buf.empty() || line_over)) {
+      physical_line(line_buf, line_over, out);
+      line_buf.clear();
+      line_over = false;
+    }
+    for (auto& a : chan) {
+      if (!a.open) continue;
+      Piece pc;
+      pc.offset = pos;
+      pc.line = line_no;
+      pc.line_offset = pos;
+      pc.end = true;
+      take(a, pc, out);
+    }
+    // What follows continues the same physical line, but as a new record.
+    line_start = pos;
+    committed = pos;
+    committed_line = line_no;
+  }
+
+  std::uint64_t committed_offset() const {
+    std::uint64_t c = committed;
+    for (const auto& a : chan) {
+      if (a.open) c = std::min(c, a.start);
+    }
+    return c;
+  }
+
+  std::uint64_t committed_line_no() const {
+    std::uint64_t c = committed, l = committed_line;
+    for (const auto& a : chan) {
+      if (a.open && a.start < c) {
+        c = a.start;
+        l = a.line;
+      }
+    }
+    return l;
+  }
+
+  void resume_at(std::uint64_t offset, std::uint64_t line) {
+    pos = offset;
+    line_start = offset;
+    committed = offset;
+    line_no = std::max<std::uint64_t>(line, 1);
+    committed_line = line_no;
+    line_buf.clear();
+    line_over = false;
+    for (auto& a : chan) a.reset();
+  }
+};
+
+Decoder::Decoder(std::uint32_t stream, DecodeOptions options) : impl_(std::make_unique<Impl>(stream, options)) {}
+Decoder::~Decoder() = default;
+Decoder::Decoder(Decoder&&) noexcept = default;
+Decoder& Decoder::operator=(Decoder&&) noexcept = default;
+
+void Decoder::feed(std::string_view bytes, Time read_time, RecordBatch& out) { impl_->feed(bytes, read_time, out); }
+void Decoder::flush(Time read_time, RecordBatch& out) { impl_->flush(read_time, out); }
+bool Decoder::has_partial() const { return impl_->committed_offset() < impl_->pos; }
+std::uint64_t Decoder::committed_offset() const { return impl_->committed_offset(); }
+std::uint64_t Decoder::committed_line() const { return impl_->committed_line_no(); }
+void Decoder::resume_at(std::uint64_t offset, std::uint64_t line) { impl_->resume_at(offset, line); }
+ContainerFormat Decoder::format() const { return impl_->fmt; }
+const DecodeStats& Decoder::stats() const { return impl_->stats; }
+
+}  // namespace faultline

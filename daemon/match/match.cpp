@@ -1,0 +1,327 @@
+// One Hyperscan block-mode database over every event of every rule. A batch of records (texts joined by '\n') is
+// scanned in one hs_scan call; each match end is mapped back to its record. Candidates are then filtered by level
+// and, where the pattern could have matched across a newline or has captures, confirmed and captured by RE2 on the
+// record's own text — so every hit lies inside one line.
+#include <hs/hs.h>
+#include <re2/re2.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "faultline/match.hpp"
+
+namespace faultline {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct DatabaseDeleter {
+  void operator()(hs_database_t* db) const { hs_free_database(db); }
+};
+struct ScratchDeleter {
+  void operator()(hs_scratch_t* s) const { hs_free_scratch(s); }
+};
+struct CompileErrorDeleter {
+  void operator()(hs_compile_error_t* e) const { hs_free_compile_error(e); }
+};
+struct SerializedDeleter {
+  void operator()(char* p) const { std::free(p); }
+};
+using DatabasePtr = std::unique_ptr<hs_database_t, DatabaseDeleter>;
+using ScratchPtr = std::unique_ptr<hs_scratch_t, ScratchDeleter>;
+using CompileErrorPtr = std::unique_ptr<hs_compile_error_t, CompileErrorDeleter>;
+
+std::uint64_t fnv1a(std::uint64_t h, std::string_view text) {
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  h ^= 0xff;
+  h *= 1099511628211ull;
+  return h;
+}
+
+// Could a Hyperscan match of this pattern span a newline inside a multi-line buffer? Literals and '.' cannot;
+// whitespace classes, negated classes and explicit newlines can.
+bool may_cross_newline(std::string_view re) {
+  for (std::size_t i = 0; i < re.size(); ++i) {
+    char c = re[i];
+    if (c == '\\' && i + 1 < re.size()) {
+      char n = re[i + 1];
+      if (n == 's' || n == 'S' || n == 'W' || n == 'D' || n == 'n' || n == 'v' || n == 'V' || n == 'H' || n == 'x' ||
+          n == 'R' || n == 'N')
+        return true;
+      ++i;
+    } else if (c == '[' && i + 1 < re.size() && re[i + 1] == '^') {
+      return true;
+    } else if (c == '(' && i + 2 < re.size() && re[i + 1] == '?' && re.find('s', i) < re.find(')', i)) {
+      return true;  // inline flags; be conservative
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+struct CompiledRules::Impl {
+  DatabasePtr db;
+  std::vector<EventRef> ids;                     // expression id → event
+  std::vector<std::unique_ptr<RE2>> confirm;     // per expression: RE2 to confirm/capture (null: not needed)
+  std::vector<std::vector<std::pair<int, std::string>>> capture_index;  // per expression: (group, name)
+  std::vector<std::uint8_t> level_mask;          // per expression: bit per Level; 0xff = any
+  std::size_t database_bytes = 0;
+};
+
+CompiledRules::CompiledRules(RuleSet rules, std::unique_ptr<Impl> impl)
+    : rules_(std::move(rules)), impl_(std::move(impl)) {}
+CompiledRules::~CompiledRules() = default;
+std::size_t CompiledRules::pattern_count() const { return impl_->ids.size(); }
+
+CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
+  CompileResult result;
+  auto started = std::chrono::steady_clock::now();
+  auto impl = std::make_unique<CompiledRules::Impl>();
+
+  std::vector<std::string> patterns;
+  std::vector<unsigned> flags;
+  std::vector<unsigned> hs_ids;
+  std::vector<const EventPattern*> sources;
+  std::vector<const Rule*> owners;
+
+  for (std::uint32_t r = 0; r < rules.rules.size(); ++r) {
+    const Rule& rule = rules.rules[r];
+    for (std::uint32_t e = 0; e < rule.events.size(); ++e) {
+      const EventPattern& ev = rule.events[e];
+      unsigned id = static_cast<unsigned>(patterns.size());
+      patterns.push_back(ev.regex);
+      flags.push_back(HS_FLAG_MULTILINE | (ev.caseless ? HS_FLAG_CASELESS : 0u));
+      hs_ids.push_back(id);
+      sources.push_back(&ev);
+      owners.push_back(&rule);
+      impl->ids.push_back({r, e});
+
+      std::uint8_t mask = 0xff;
+      if (!ev.levels.empty()) {
+        mask = 0;
+        for (Level l : ev.levels) mask |= static_cast<std::uint8_t>(1u << static_cast<unsigned>(l));
+      }
+      impl->level_mask.push_back(mask);
+
+      RE2::Options re_options;
+      re_options.set_encoding(RE2::Options::EncodingLatin1);
+      re_options.set_case_sensitive(!ev.caseless);
+      re_options.set_log_errors(false);
+      re_options.set_never_nl(true);
+      auto re = std::make_unique<RE2>(ev.regex, re_options);
+      if (!re->ok()) {
+        result.diagnostics.push_back({Diagnostic::Kind::error, ev.pos,
+                                      "rule '" + rule.id + "', event '" + ev.name + "': RE2 rejects the pattern: " +
+                                          re->error()});
+        impl->confirm.emplace_back();
+        impl->capture_index.emplace_back();
+        continue;
+      }
+      std::vector<std::pair<int, std::string>> groups;
+      for (const auto& [name, index] : re->NamedCapturingGroups()) groups.emplace_back(index, name);
+      std::sort(groups.begin(), groups.end());
+      bool needed = !groups.empty() || may_cross_newline(ev.regex);
+      impl->capture_index.push_back(std::move(groups));
+      impl->confirm.push_back(needed ? std::move(re) : nullptr);
+    }
+  }
+  result.info.patterns = patterns.size();
+  if (patterns.empty()) {
+    result.diagnostics.push_back({Diagnostic::Kind::error, Position{}, "no rules to compile"});
+    return result;
+  }
+
+  // Cache key: library version, platform, and every pattern with its flags.
+  std::uint64_t key = fnv1a(14695981039346656037ull, hs_version());
+  for (std::size_t i = 0; i < patterns.size(); ++i) key = fnv1a(fnv1a(key, patterns[i]), std::to_string(flags[i]));
+  char key_hex[17];
+  std::snprintf(key_hex, sizeof key_hex, "%016llx", static_cast<unsigned long long>(key));
+  fs::path cache_file;
+  if (!options.cache_dir.empty()) cache_file = fs::path(options.cache_dir) / (std::string("rules-") + key_hex + ".hsdb");
+
+  hs_database_t* raw_db = nullptr;
+  if (!cache_file.empty()) {
+    std::ifstream in(cache_file, std::ios::binary);
+    if (in) {
+      std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (hs_deserialize_database(bytes.data(), bytes.size(), &raw_db) == HS_SUCCESS) {
+        result.info.from_cache = true;
+      } else {
+        raw_db = nullptr;
+        spdlog::warn("ignoring unusable compiled-rules cache {}", cache_file.string());
+      }
+    }
+  }
+
+  if (!raw_db) {
+    std::vector<const char*> exprs;
+    exprs.reserve(patterns.size());
+    for (const auto& p : patterns) exprs.push_back(p.c_str());
+    hs_compile_error_t* raw_err = nullptr;
+    hs_platform_info_t platform;
+    hs_populate_platform(&platform);
+    hs_error_t rc = hs_compile_multi(exprs.data(), flags.data(), hs_ids.data(), static_cast<unsigned>(exprs.size()),
+                                     HS_MODE_BLOCK, &platform, &raw_db, &raw_err);
+    CompileErrorPtr err(raw_err);
+    if (rc != HS_SUCCESS) {
+      // Report every bad pattern, not just the first: compile each one alone.
+      bool found = false;
+      for (std::size_t i = 0; i < patterns.size(); ++i) {
+        hs_database_t* single = nullptr;
+        hs_compile_error_t* single_err = nullptr;
+        if (hs_compile(patterns[i].c_str(), flags[i], HS_MODE_BLOCK, &platform, &single, &single_err) != HS_SUCCESS) {
+          CompileErrorPtr guard(single_err);
+          found = true;
+          result.diagnostics.push_back(
+              {Diagnostic::Kind::error, sources[i]->pos,
+               "rule '" + owners[i]->id + "', event '" + sources[i]->name + "': Hyperscan cannot compile pattern '" +
+                   patterns[i] + "': " + (single_err && single_err->message ? single_err->message : "unknown error")});
+        }
+        hs_free_database(single);
+      }
+      if (!found) {
+        result.diagnostics.push_back({Diagnostic::Kind::error, Position{},
+                                      std::string("Hyperscan cannot compile the rule set: ") +
+                                          (err && err->message ? err->message : "unknown error")});
+      }
+      return result;
+    }
+    if (!cache_file.empty()) {
+      char* bytes = nullptr;
+      std::size_t length = 0;
+      if (hs_serialize_database(raw_db, &bytes, &length) == HS_SUCCESS) {
+        std::unique_ptr<char, SerializedDeleter> guard(bytes);
+        std::error_code ec;
+        fs::create_directories(cache_file.parent_path(), ec);
+        fs::path tmp = cache_file;
+        tmp += ".tmp";
+        {
+          std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+          out.write(bytes, static_cast<std::streamsize>(length));
+        }
+        fs::rename(tmp, cache_file, ec);
+        if (ec) spdlog::warn("cannot write compiled-rules cache {}: {}", cache_file.string(), ec.message());
+      }
+    }
+  }
+  impl->db.reset(raw_db);
+  std::size_t size = 0;
+  hs_database_size(raw_db, &size);
+  impl->database_bytes = size;
+
+  bool re2_failed = std::any_of(result.diagnostics.begin(), result.diagnostics.end(),
+                                [](const Diagnostic& d) { return d.kind == Diagnostic::Kind::error; });
+  if (re2_failed) return result;
+
+  result.info.database_bytes = size;
+  result.info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  result.rules = std::shared_ptr<const CompiledRules>(new CompiledRules(std::move(rules), std::move(impl)));
+  return result;
+}
+
+struct Scanner::Impl {
+  std::shared_ptr<const CompiledRules> rules;
+  ScratchPtr scratch;
+  ScanStats stats;
+  // Reused per scan: (record, expression) candidates.
+  struct Candidate {
+    std::uint32_t record;
+    std::uint32_t expr;
+    bool operator<(const Candidate& o) const { return record != o.record ? record < o.record : expr < o.expr; }
+    bool operator==(const Candidate& o) const { return record == o.record && expr == o.expr; }
+  };
+  std::vector<Candidate> candidates;
+  std::vector<re2::StringPiece> groups;
+  const RecordBatch* batch = nullptr;
+  std::size_t last_record = 0;
+};
+
+namespace {
+int on_match(unsigned int id, unsigned long long /*from*/, unsigned long long to, unsigned int /*flags*/, void* ctx) {
+  auto* impl = static_cast<Scanner::Impl*>(ctx);
+  if (to == 0) return 0;
+  std::size_t pos = static_cast<std::size_t>(to - 1);
+  const auto& records = impl->batch->records();
+  // Matches mostly arrive in ascending order: try the last record before a binary search.
+  std::size_t r = impl->last_record;
+  const RecordMeta& m = records[r];
+  if (!(pos >= m.text_begin && pos <= static_cast<std::size_t>(m.text_begin) + m.text_size)) {
+    r = impl->batch->record_at(pos);
+    impl->last_record = r;
+  }
+  impl->candidates.push_back({static_cast<std::uint32_t>(r), id});
+  return 0;
+}
+}  // namespace
+
+Scanner::Scanner(std::shared_ptr<const CompiledRules> rules) : impl_(std::make_unique<Impl>()) {
+  impl_->rules = std::move(rules);
+  hs_scratch_t* scratch = nullptr;
+  if (hs_alloc_scratch(impl_->rules->impl().db.get(), &scratch) != HS_SUCCESS) {
+    throw std::runtime_error("cannot allocate Hyperscan scratch space");
+  }
+  impl_->scratch.reset(scratch);
+}
+Scanner::~Scanner() = default;
+Scanner::Scanner(Scanner&&) noexcept = default;
+Scanner& Scanner::operator=(Scanner&&) noexcept = default;
+
+const CompiledRules& Scanner::rules() const { return *impl_->rules; }
+const std::shared_ptr<const CompiledRules>& Scanner::shared_rules() const { return impl_->rules; }
+const ScanStats& Scanner::stats() const { return impl_->stats; }
+
+void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out) {
+  if (batch.empty()) return;
+  Impl& s = *impl_;
+  const auto& compiled = s.rules->impl();
+  s.candidates.clear();
+  s.batch = &batch;
+  s.last_record = 0;
+  std::string_view buffer = batch.buffer();
+  s.stats.bytes += buffer.size();
+  s.stats.records += batch.size();
+  hs_error_t rc = hs_scan(compiled.db.get(), buffer.data(), static_cast<unsigned>(buffer.size()), 0,
+                          s.scratch.get(), on_match, &s);
+  if (rc != HS_SUCCESS) spdlog::error("hs_scan failed with code {}", rc);
+  if (s.candidates.empty()) return;
+  s.stats.candidates += s.candidates.size();
+  std::sort(s.candidates.begin(), s.candidates.end());
+  s.candidates.erase(std::unique(s.candidates.begin(), s.candidates.end()), s.candidates.end());
+
+  for (const auto& c : s.candidates) {
+    const RecordMeta& meta = batch[c.record];
+    std::uint8_t mask = compiled.level_mask[c.expr];
+    if (mask != 0xff && !(mask & (1u << static_cast<unsigned>(meta.level)))) continue;
+    Hit hit;
+    hit.record = c.record;
+    hit.event = compiled.ids[c.expr];
+    if (const RE2* re = compiled.confirm[c.expr].get()) {
+      std::string_view text = batch.text(c.record);
+      int n = re->NumberOfCapturingGroups() + 1;
+      s.groups.assign(static_cast<std::size_t>(n), re2::StringPiece());
+      if (!re->Match(re2::StringPiece(text.data(), text.size()), 0, text.size(), RE2::UNANCHORED, s.groups.data(), n)) {
+        continue;  // the Hyperscan match spanned lines
+      }
+      for (const auto& [index, name] : compiled.capture_index[c.expr]) {
+        const auto& g = s.groups[static_cast<std::size_t>(index)];
+        if (g.data() != nullptr) hit.fields.emplace_back(name, std::string(g.data(), g.size()));
+      }
+    }
+    const EventPattern& ev = s.rules->event(hit.event);
+    for (const auto& [k, v] : ev.set) set_field(hit.fields, k, v);
+    ++s.stats.hits;
+    out.push_back(std::move(hit));
+  }
+}
+
+}  // namespace faultline

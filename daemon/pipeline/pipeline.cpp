@@ -1,0 +1,117 @@
+#include "faultline/pipeline.hpp"
+
+#include <stdexcept>
+
+namespace faultline {
+
+struct Pipeline::Impl {
+  std::shared_ptr<const CompiledRules> rules;
+  Scanner scanner;
+  Correlator correlator;
+  IncidentHandler on_incident;
+  HitObserver observer;
+  PipelineOptions options;
+  PipelineStats stats;
+  std::vector<Decoder> decoders;
+  std::vector<DecodeOptions> decode_options;
+  RecordBatch batch;
+  std::vector<Hit> hits;
+  std::vector<Incident> incidents;
+
+  Impl(std::shared_ptr<const CompiledRules> r, IncidentHandler h, PipelineOptions o)
+      : rules(r), scanner(r), correlator(r, o.correlator), on_incident(std::move(h)), options(o) {}
+
+  void deliver() {
+    for (const auto& inc : incidents) {
+      ++stats.incidents;
+      if (on_incident) on_incident(inc);
+    }
+    incidents.clear();
+  }
+
+  void drain() {
+    if (batch.empty()) return;
+    hits.clear();
+    scanner.scan(batch, hits);
+    stats.hits += hits.size();
+    stats.lines += batch.size();
+    for (const auto& rec : batch.records()) stats.truncated += rec.truncated ? 1 : 0;
+    if (observer) {
+      for (const auto& h : hits) observer(h, batch);
+    }
+    correlator.process(batch, hits, incidents);
+    batch.clear();
+    deliver();
+  }
+};
+
+Pipeline::Pipeline(std::shared_ptr<const CompiledRules> rules, IncidentHandler on_incident, PipelineOptions options)
+    : impl_(std::make_unique<Impl>(std::move(rules), std::move(on_incident), options)) {}
+Pipeline::~Pipeline() = default;
+
+std::uint32_t Pipeline::add_stream(StreamIdentity identity, DecodeOptions decode) {
+  auto index = static_cast<std::uint32_t>(impl_->decoders.size());
+  impl_->decoders.emplace_back(index, decode);
+  impl_->decode_options.push_back(decode);
+  impl_->correlator.set_stream(index, std::move(identity));
+  return index;
+}
+
+void Pipeline::new_instance(std::uint32_t stream, std::string instance, std::uint64_t offset) {
+  impl_->drain();
+  impl_->decoders.at(stream) = Decoder(stream, impl_->decode_options.at(stream));
+  if (offset != 0) impl_->decoders[stream].resume_at(offset, 1);
+  impl_->correlator.new_instance(stream, std::move(instance));
+}
+
+void Pipeline::resume(std::uint32_t stream, std::uint64_t offset, std::uint64_t line) {
+  impl_->decoders.at(stream).resume_at(offset, line);
+}
+
+void Pipeline::feed(std::uint32_t stream, std::string_view bytes, Time read_time) {
+  impl_->stats.bytes += bytes.size();
+  // Feed in slices so one huge read never makes one huge batch.
+  while (!bytes.empty()) {
+    std::size_t room = impl_->options.batch_bytes > impl_->batch.bytes() ? impl_->options.batch_bytes - impl_->batch.bytes() : 0;
+    std::size_t take = std::min(bytes.size(), std::max<std::size_t>(room, 4096));
+    impl_->decoders.at(stream).feed(bytes.substr(0, take), read_time, impl_->batch);
+    bytes.remove_prefix(take);
+    if (impl_->batch.bytes() >= impl_->options.batch_bytes) impl_->drain();
+  }
+}
+
+void Pipeline::flush_partial(std::uint32_t stream, Time read_time) {
+  impl_->decoders.at(stream).flush(read_time, impl_->batch);
+  if (impl_->batch.bytes() >= impl_->options.batch_bytes) impl_->drain();
+}
+
+void Pipeline::drain() { impl_->drain(); }
+
+void Pipeline::advance(Time now) {
+  impl_->drain();
+  impl_->correlator.advance(now, impl_->incidents);
+  impl_->deliver();
+}
+
+void Pipeline::finish(Time read_time) {
+  for (auto& d : impl_->decoders) d.flush(read_time, impl_->batch);
+  impl_->drain();
+  impl_->correlator.advance(impl_->correlator.now(), impl_->incidents);
+  impl_->correlator.finish(impl_->incidents);
+  impl_->deliver();
+}
+
+void Pipeline::replace_rules(std::shared_ptr<const CompiledRules> rules) {
+  impl_->drain();
+  impl_->scanner = Scanner(rules);
+  impl_->correlator.replace_rules(rules);
+  impl_->rules = std::move(rules);
+}
+
+const Decoder& Pipeline::decoder(std::uint32_t stream) const { return impl_->decoders.at(stream); }
+Correlator& Pipeline::correlator() { return impl_->correlator; }
+const CompiledRules& Pipeline::rules() const { return *impl_->rules; }
+void Pipeline::set_hit_observer(HitObserver observer) { impl_->observer = std::move(observer); }
+const PipelineStats& Pipeline::stats() const { return impl_->stats; }
+
+}  // namespace faultline

@@ -1,0 +1,184 @@
+// The Beast HTTP/1.1 listener: one coroutine per connection on the outputs' io thread. Every read and write has a
+// deadline, requests are bounded in size, connections are bounded in number (beyond the bound a new connection is
+// closed at once), keep-alive connections are dropped after an idle timeout.
+#include <utility>  // first: Boost 1.74 Asio under g++ 12 in C++20 needs it
+
+#include "http_server.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <list>
+#include <spdlog/spdlog.h>
+
+namespace faultline {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+struct State {
+  explicit State(asio::io_context& io) : acceptor(io) {}
+  tcp::acceptor acceptor;
+  ServerOptions options;
+  HttpServer::Handler handler;
+  HttpServer::Observer observer;
+  std::size_t active = 0;
+  bool closed = false;
+  std::list<beast::tcp_stream*> streams;  // open connections, closed by close()
+};
+
+void observe(State& st, std::string_view handler, unsigned status) {
+  if (st.observer) st.observer(handler, status);
+}
+
+asio::awaitable<void> session(std::shared_ptr<State> st, tcp::socket socket) {
+  beast::tcp_stream stream(std::move(socket));
+  auto self = st->streams.insert(st->streams.end(), &stream);
+  ++st->active;
+  beast::flat_buffer buffer(st->options.max_request_bytes);
+  bool first = true;
+  for (;;) {
+    if (st->closed) break;
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(st->options.max_request_bytes));
+    parser.body_limit(st->options.max_request_bytes);
+    stream.expires_after(first ? st->options.request_timeout : st->options.idle_timeout);
+    first = false;
+    beast::error_code ec;
+    co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      if (ec == http::error::header_limit || ec == http::error::body_limit || ec == http::error::buffer_overflow) {
+        http::response<http::string_body> res{http::status::payload_too_large, 11};
+        res.set(http::field::content_type, "text/plain; charset=utf-8");
+        res.set(http::field::connection, "close");
+        res.body() = "request too large\n";
+        res.prepare_payload();
+        stream.expires_after(st->options.request_timeout);
+        beast::error_code wec;
+        co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, wec));
+        observe(*st, "other", 413);
+      }
+      break;
+    }
+    auto& req = parser.get();
+    HttpRequest r;
+    r.method = std::string(req.method_string());
+    r.target = std::string(req.target());
+    if (auto it = req.find(http::field::authorization); it != req.end()) r.authorization = std::string(it->value());
+    std::string handler = "other";
+    HttpResponse out = st->handler(r, &handler);
+
+    http::response<http::string_body> res{static_cast<http::status>(out.status), req.version()};
+    res.set(http::field::server, "faultline");
+    res.set(http::field::content_type, out.content_type);
+    res.set(http::field::cache_control, "no-store");
+    res.set("X-Content-Type-Options", "nosniff");
+    for (const auto& [k, v] : out.headers) res.set(k, v);
+    bool keep_alive = req.keep_alive() && !st->closed;
+    res.keep_alive(keep_alive);
+    if (req.method() == http::verb::head) {
+      res.content_length(out.body.size());
+    } else {
+      res.body() = std::move(out.body);
+      res.prepare_payload();
+    }
+    stream.expires_after(st->options.request_timeout);
+    co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
+    observe(*st, handler, out.status);
+    if (ec || !keep_alive) break;
+  }
+  beast::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  stream.socket().close(ignored);
+  st->streams.erase(self);
+  --st->active;
+}
+
+asio::awaitable<void> accept_loop(std::shared_ptr<State> st) {
+  for (;;) {
+    beast::error_code ec;
+    tcp::socket socket = co_await st->acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+    if (st->closed) co_return;
+    if (ec) {
+      if (ec == asio::error::operation_aborted) co_return;
+      // EMFILE and friends: back off a little instead of spinning.
+      spdlog::warn("http: accept failed: {}", ec.message());
+      asio::steady_timer t(st->acceptor.get_executor(), std::chrono::milliseconds(100));
+      co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      continue;
+    }
+    if (st->active >= st->options.max_connections) {
+      beast::error_code ignored;
+      socket.close(ignored);
+      observe(*st, "overload", 503);
+      continue;
+    }
+    asio::co_spawn(st->acceptor.get_executor(), session(st, std::move(socket)), asio::detached);
+  }
+}
+
+class BeastServer final : public HttpServer {
+ public:
+  explicit BeastServer(std::shared_ptr<State> st) : st_(std::move(st)) {}
+  ~BeastServer() override = default;
+
+  std::string local_address() const override {
+    beast::error_code ec;
+    auto ep = st_->acceptor.local_endpoint(ec);
+    if (ec) return {};
+    auto addr = ep.address();
+    std::string host = addr.is_v6() ? "[" + addr.to_string() + "]" : addr.to_string();
+    return host + ":" + std::to_string(ep.port());
+  }
+
+  void close() override {
+    if (st_->closed) return;
+    st_->closed = true;
+    beast::error_code ec;
+    st_->acceptor.close(ec);
+    for (auto* s : st_->streams) s->socket().close(ec);
+  }
+
+ private:
+  std::shared_ptr<State> st_;
+};
+
+}  // namespace
+
+std::unique_ptr<HttpServer> HttpServer::create(asio::io_context& io, const ServerOptions& options, Handler handler,
+                                               Observer observer, std::string* error) {
+  auto parsed = parse_listen_address(options.listen, error);
+  if (!parsed) return nullptr;
+  auto st = std::make_shared<State>(io);
+  st->options = options;
+  if (st->options.max_connections == 0) st->options.max_connections = 1;
+  st->handler = std::move(handler);
+  st->observer = std::move(observer);
+  beast::error_code ec;
+  tcp::resolver resolver(io);
+  auto results = resolver.resolve(parsed->first, std::to_string(parsed->second),
+                                  tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+  if (ec || results.empty()) {
+    if (error) *error = "cannot resolve listen address '" + options.listen + "': " + ec.message();
+    return nullptr;
+  }
+  tcp::endpoint ep = results.begin()->endpoint();
+  auto fail = [&](const char* what) -> std::unique_ptr<HttpServer> {
+    if (error) *error = std::string("cannot ") + what + " " + options.listen + ": " + ec.message();
+    return nullptr;
+  };
+  st->acceptor.open(ep.protocol(), ec);
+  if (ec) return fail("open");
+  st->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  st->acceptor.bind(ep, ec);
+  if (ec) return fail("listen on");
+  st->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return fail("listen on");
+  asio::co_spawn(io, accept_loop(st), asio::detached);
+  return std::make_unique<BeastServer>(std::move(st));
+}
+
+}  // namespace faultline

@@ -1,0 +1,139 @@
+// The incident store behind the API: the latest revision of each recent incident, deduplicating on (id, revision),
+// with an append-only JSON-lines log so the API and deduplication survive restarts.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "faultline/sinks.hpp"
+
+namespace faultline {
+namespace {
+constexpr std::uint64_t kCompactAt = 16ull << 20;  // rewrite the log when it grows past this
+}
+
+IncidentStore::IncidentStore(std::size_t capacity, std::string log_path)
+    : capacity_(std::max<std::size_t>(capacity, 1)), log_path_(std::move(log_path)) {}
+
+bool IncidentStore::open(std::string* error) {
+  if (log_path_.empty()) return true;
+  std::ifstream in(log_path_);
+  if (in) {
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.empty()) continue;
+      auto inc = incident_from_json(line);
+      if (!inc) continue;  // a torn last line after a crash; the rest is still good
+      auto it = by_id_.find(inc->id);
+      if (it != by_id_.end() && it->second.incident.revision >= inc->revision) continue;
+      StoredIncident s{*inc, line, next_order_++};
+      by_id_.insert_or_assign(inc->id, std::move(s));
+    }
+  }
+  evict();
+  compact_log();
+  int fd = ::open(log_path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+  if (fd < 0) {
+    if (error) *error = "cannot open " + log_path_ + ": " + std::strerror(errno);
+    return false;
+  }
+  ::close(fd);
+  return true;
+}
+
+IncidentStore::Accept IncidentStore::accept(const Incident& incident) {
+  auto it = by_id_.find(incident.id);
+  Accept result = Accept::added;
+  if (it != by_id_.end()) {
+    if (it->second.incident.revision >= incident.revision) return Accept::duplicate;
+    result = Accept::updated;
+  }
+  StoredIncident s{incident, to_json(incident), next_order_++};
+  append_log(s.json);
+  by_id_.insert_or_assign(incident.id, std::move(s));
+  evict();
+  if (log_bytes_ > kCompactAt) compact_log();
+  return result;
+}
+
+void IncidentStore::append_log(const std::string& json) {
+  if (log_path_.empty()) return;
+  int fd = ::open(log_path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+  if (fd < 0) return;
+  std::string line = json + "\n";
+  auto n = ::write(fd, line.data(), line.size());
+  if (n > 0) log_bytes_ += static_cast<std::uint64_t>(n);
+  ::close(fd);
+}
+
+void IncidentStore::compact_log() {
+  if (log_path_.empty()) return;
+  std::vector<const StoredIncident*> all;
+  all.reserve(by_id_.size());
+  for (const auto& [id, s] : by_id_) all.push_back(&s);
+  std::sort(all.begin(), all.end(), [](auto* a, auto* b) { return a->order < b->order; });
+  std::string tmp = log_path_ + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) return;
+    for (auto* s : all) out << s->json << '\n';
+    if (!out) return;
+  }
+  if (::rename(tmp.c_str(), log_path_.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return;
+  }
+  log_bytes_ = 0;
+  for (auto* s : all) log_bytes_ += s->json.size() + 1;
+}
+
+void IncidentStore::evict() {
+  while (by_id_.size() > capacity_) {
+    auto victim = by_id_.end();
+    for (auto it = by_id_.begin(); it != by_id_.end(); ++it) {
+      bool resolved = it->second.incident.status == IncidentStatus::resolved;
+      if (victim == by_id_.end()) {
+        victim = it;
+        continue;
+      }
+      bool vres = victim->second.incident.status == IncidentStatus::resolved;
+      if ((resolved && !vres) || (resolved == vres && it->second.order < victim->second.order)) victim = it;
+    }
+    by_id_.erase(victim);
+  }
+}
+
+const StoredIncident* IncidentStore::find(std::string_view id) const {
+  auto it = by_id_.find(std::string(id));
+  return it == by_id_.end() ? nullptr : &it->second;
+}
+
+std::vector<const StoredIncident*> IncidentStore::query(const IncidentQuery& q) const {
+  std::vector<const StoredIncident*> out;
+  for (const auto& [id, s] : by_id_) {
+    const auto& inc = s.incident;
+    if (!q.rules.empty() && std::find(q.rules.begin(), q.rules.end(), inc.rule) == q.rules.end()) continue;
+    if (!q.severities.empty() &&
+        std::find(q.severities.begin(), q.severities.end(), inc.severity) == q.severities.end())
+      continue;
+    if (q.since && inc.last_seen < *q.since) continue;
+    if (q.status && inc.status != *q.status) continue;
+    out.push_back(&s);
+  }
+  std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->order > b->order; });
+  if (out.size() > q.limit) out.resize(q.limit);
+  return out;
+}
+
+std::vector<const StoredIncident*> IncidentStore::firing() const {
+  std::vector<const StoredIncident*> out;
+  for (const auto& [id, s] : by_id_)
+    if (s.incident.status == IncidentStatus::firing) out.push_back(&s);
+  std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->order < b->order; });
+  return out;
+}
+
+}  // namespace faultline

@@ -1,0 +1,94 @@
+// config: the daemon's one YAML file (reference: docs/config.md), decoded once into typed structs. Every problem —
+// unknown key, wrong type, bad duration or size, bad enum value — is reported with its 1-based file:line:column, all
+// of them at once, and nothing starts. Also: the built-in defaults (no config file) and rule overrides.
+// Plain values; the functions are thread-safe (they read the file and the environment, nothing else).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "faultline/decode.hpp"
+#include "faultline/pipeline.hpp"
+#include "faultline/rules.hpp"
+#include "faultline/sinks.hpp"
+#include "faultline/tail.hpp"
+#include "faultline/types.hpp"
+
+namespace faultline {
+
+enum class LogFormat : std::uint8_t { text, json };
+std::optional<LogFormat> parse_log_format(std::string_view text);  // text | json
+
+struct LogSettings {
+  std::string level = "info";  // trace | debug | info | warn | error | critical | off
+  LogFormat format = LogFormat::text;
+};
+bool valid_log_level(std::string_view level);
+
+// Changes to a loaded rule, applied before compiling.
+struct RuleOverride {
+  std::string rule;                 // rule id
+  std::optional<bool> enabled;      // false: the rule is removed
+  std::optional<Severity> severity;
+  Fields labels;                    // added to (or replacing) the rule's static labels
+  Position pos;
+};
+
+struct RulesSettings {
+  std::vector<std::string> paths;   // files or directories; empty: the shipped catalog (default_rules_dir())
+  std::string cache_dir;            // compiled databases; empty: <state_dir>/cache
+  bool watch = true;                // reload when the rule files change (besides SIGHUP)
+  Duration reload_delay = std::chrono::milliseconds(500);  // settle time after a change before reloading
+  std::vector<RuleOverride> overrides;
+};
+
+// The HTTP server besides its listen address.
+struct ServerSettings {
+  std::string api_token_file;  // required as a bearer token by /api and the page; empty: open
+  std::string external_url;    // base URL for links; empty: http://<listen>
+};
+
+struct Config {
+  std::string file;        // where it came from; empty: built-in defaults
+  std::string node_name;   // `node` label; default $NODE_NAME, else the host name
+  std::string state_dir;   // default $STATE_DIRECTORY (its first entry), else /var/lib/faultline
+  std::string listen = "127.0.0.1:9464";  // HTTP (metrics, API); "" or "off": no server
+  std::string output = "-";               // incident JSON lines: "-" stdout, "" none, else a file (appended)
+  LogSettings log;
+  RulesSettings rules;
+  std::vector<SourceSpec> sources;
+  TailOptions tail;
+  std::size_t max_line_bytes = 64 * 1024;
+  PipelineOptions pipeline;
+  Duration checkpoint_interval = std::chrono::seconds(5);
+  Duration shutdown_timeout = std::chrono::seconds(10);  // for sinks to flush at SIGTERM
+  ServerSettings server;
+  std::vector<SinkConfig> sinks;        // webhooks (json, alertmanager)
+  std::vector<Position> sink_positions; // of each entry of `sinks`, for messages
+  RedactionOptions redaction;
+  std::size_t queue_capacity = 1024;    // incidents waiting for the sinks before reading pauses
+  std::size_t max_incidents = 1000;     // kept for the API
+};
+
+struct ConfigResult {
+  Config config;
+  std::vector<Diagnostic> diagnostics;
+  bool ok() const;
+};
+
+// Built-in defaults: shipped rules, state dir from the environment, Kubernetes pod logs and the kernel log.
+Config default_config();
+ConfigResult load_config(const std::string& path);
+ConfigResult load_config_from_string(std::string_view yaml, std::string_view file_name);
+
+// Applies overrides to a loaded rule set. An override naming no loaded rule is a warning in `diagnostics`.
+void apply_rule_overrides(RuleSet& rules, const std::vector<RuleOverride>& overrides,
+                          std::vector<Diagnostic>& diagnostics);
+
+// "64KiB", "1MiB", "2GiB", "10MB", "512", "512B". No sign, no fraction.
+std::optional<std::uint64_t> parse_size(std::string_view text);
+
+}  // namespace faultline

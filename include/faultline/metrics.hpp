@@ -1,0 +1,150 @@
+// metrics: every Prometheus metric family faultline exports, declared in one place (daemon/metrics/metrics.cpp) and
+// documented in docs/metrics.md. Callers ask once for the handle they need (a prometheus::Counter&, Gauge&, ...) and
+// keep it; the hot path then does one atomic add. Label values are bounded: rule and event ids, severities, configured
+// source and sink names, fixed result/reason words — never a path or a raw log field.
+// Thread-safe: families and handles may be used from any thread (prometheus-cpp locks inside Family::Add and uses
+// atomics in the metrics). Handles live as long as the Metrics object.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include "faultline/types.hpp"
+
+namespace faultline {
+
+struct RuleSet;
+
+// Handles for one configured log source (label `source` = the configured name, never a path).
+struct SourceMetrics {
+  prometheus::Counter& lines_read;
+  prometheus::Counter& bytes_read;
+  prometheus::Counter& lines_truncated;
+  prometheus::Counter& files_rotated;
+  prometheus::Counter& files_truncated;
+  prometheus::Counter& files_lost;
+  prometheus::Counter& files_unreadable;
+  prometheus::Gauge& lag_bytes;
+};
+
+// Handles for one webhook sink (label `sink` = the configured name).
+struct SinkMetrics {
+  prometheus::Counter& success;        // faultline_webhook_deliveries_total{result="success"}
+  prometheus::Counter& http_error;     // ... result="http_error": the receiver answered non-2xx
+  prometheus::Counter& network_error;  // ... result="network_error": resolve, connect, read or write failed
+  prometheus::Counter& timeout;        // ... result="timeout": the deadline passed
+  prometheus::Counter& tls_error;      // ... result="tls_error": handshake or certificate verification failed
+  prometheus::Counter& retries;
+  prometheus::Gauge& spool_bytes;
+  prometheus::Gauge& spool_oldest_pending_seconds;
+  prometheus::Counter& dropped_spool_full;  // faultline_spool_dropped_total{reason="spool_full"}
+  prometheus::Counter& dropped_max_age;     // ... reason="max_age"
+  prometheus::Counter& dropped_rejected;    // ... reason="rejected": the receiver refused the payload itself (400/413/422)
+  prometheus::Counter& dropped_corrupt;     // ... reason="corrupt": an unreadable spool file
+  prometheus::Counter& dropped_write_error; // ... reason="write_error": the spool could not be written
+};
+
+// Per (rule, event) match counters, indexed [rule index][event index] like CompiledRules. Build one per rule set
+// (after a reload, build a new one); the pipeline thread then increments without any lookup.
+using EventMatchCounters = std::vector<std::vector<prometheus::Counter*>>;
+
+class Metrics {
+ public:
+  explicit Metrics(std::string_view version = FAULTLINE_VERSION);
+  ~Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  prometheus::Registry& registry() { return *registry_; }
+  const std::shared_ptr<prometheus::Registry>& shared_registry() const { return registry_; }
+
+  // The Prometheus text exposition format (0.0.4) of everything registered. Runs the collect hooks first.
+  std::string serialize();
+  // Called before every serialize(), e.g. to refresh gauges that depend on the time of the scrape.
+  void add_collect_hook(std::function<void()> hook);
+
+  // --- handles -----------------------------------------------------------------------------------------------
+  SourceMetrics& source(std::string_view name);
+  SinkMetrics& sink(std::string_view name);
+  EventMatchCounters event_counters(const RuleSet& rules);
+  prometheus::Counter& incidents(std::string_view rule, Severity severity);
+  prometheus::Gauge& incidents_active(std::string_view rule, Severity severity);
+
+  // --- process-wide series -------------------------------------------------------------------------------------
+  prometheus::Counter& lines_shed() { return *lines_shed_; }
+  prometheus::Histogram& incident_latency() { return *incident_latency_; }
+  prometheus::Gauge& rules_loaded() { return *rules_loaded_; }
+  prometheus::Counter& stories_dropped() { return *stories_dropped_; }
+  prometheus::Gauge& incident_queue_length() { return *incident_queue_length_; }
+
+  // A reload finished: counts it by result; on success also sets the timestamp and the number of rules.
+  void record_reload(bool ok, std::size_t rules_loaded = 0);
+  // A checkpoint was written now; faultline_checkpoint_age_seconds is computed at scrape time.
+  void record_checkpoint(std::chrono::system_clock::time_point when = std::chrono::system_clock::now());
+  // Observes the latency of an incident from the read of its line (Incident::read_at). Ignores an unset time.
+  void observe_incident_latency(std::chrono::steady_clock::time_point read_at);
+  // One HTTP request served (handler is one of a fixed set of route names).
+  void record_http_request(std::string_view handler, unsigned status);
+
+ private:
+  template <class T>
+  using Fam = prometheus::Family<T>;
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  Fam<prometheus::Counter>* incidents_total_;
+  Fam<prometheus::Gauge>* incidents_active_;
+  Fam<prometheus::Counter>* event_matches_total_;
+  Fam<prometheus::Counter>* lines_read_total_;
+  Fam<prometheus::Counter>* bytes_read_total_;
+  Fam<prometheus::Counter>* lines_truncated_total_;
+  Fam<prometheus::Counter>* files_rotated_total_;
+  Fam<prometheus::Counter>* files_truncated_total_;
+  Fam<prometheus::Counter>* files_lost_total_;
+  Fam<prometheus::Counter>* files_unreadable_total_;
+  Fam<prometheus::Gauge>* source_lag_bytes_;
+  Fam<prometheus::Gauge>* checkpoint_age_seconds_;
+  Fam<prometheus::Gauge>* rules_loaded_family_;
+  Fam<prometheus::Counter>* reloads_total_;
+  Fam<prometheus::Gauge>* last_reload_success_;
+  Fam<prometheus::Counter>* webhook_deliveries_total_;
+  Fam<prometheus::Counter>* webhook_retries_total_;
+  Fam<prometheus::Gauge>* spool_bytes_;
+  Fam<prometheus::Gauge>* spool_oldest_pending_seconds_;
+  Fam<prometheus::Counter>* spool_dropped_total_;
+  Fam<prometheus::Counter>* lines_shed_total_;
+  Fam<prometheus::Histogram>* incident_latency_seconds_;
+  Fam<prometheus::Gauge>* build_info_;
+  Fam<prometheus::Counter>* stories_dropped_total_;
+  Fam<prometheus::Gauge>* incident_queue_length_family_;
+  Fam<prometheus::Counter>* http_requests_total_;
+
+  prometheus::Counter* lines_shed_;
+  prometheus::Histogram* incident_latency_;
+  prometheus::Gauge* rules_loaded_;
+  prometheus::Counter* stories_dropped_;
+  prometheus::Gauge* incident_queue_length_;
+  prometheus::Gauge* checkpoint_age_;
+  prometheus::Gauge* last_reload_success_ts_;
+  prometheus::Counter* reload_success_;
+  prometheus::Counter* reload_failure_;
+
+  std::mutex mutex_;  // guards the maps below and the hooks
+  std::vector<std::pair<std::string, std::unique_ptr<SourceMetrics>>> sources_;
+  std::vector<std::pair<std::string, std::unique_ptr<SinkMetrics>>> sinks_;
+  std::vector<std::function<void()>> hooks_;
+  std::atomic<std::int64_t> checkpoint_unix_ms_{0};
+};
+
+}  // namespace faultline

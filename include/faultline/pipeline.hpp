@@ -1,0 +1,72 @@
+// pipeline: decode → match → correlate for any number of streams, the same for `scan` (files, stdin) and `run`
+// (tailed sources). Callers feed bytes per stream; records gather in one batch that is scanned in one Hyperscan
+// call and handed to the correlator. Owned by one thread (the pipeline thread); not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "faultline/correlate.hpp"
+#include "faultline/decode.hpp"
+#include "faultline/incident.hpp"
+#include "faultline/match.hpp"
+
+namespace faultline {
+
+struct PipelineOptions {
+  std::size_t batch_bytes = 256 * 1024;  // scan when the batch holds this much text
+  CorrelatorOptions correlator;
+};
+
+struct PipelineStats {
+  std::uint64_t bytes = 0;
+  std::uint64_t lines = 0;
+  std::uint64_t truncated = 0;
+  std::uint64_t hits = 0;
+  std::uint64_t incidents = 0;
+};
+
+class Pipeline {
+ public:
+  using IncidentHandler = std::function<void(const Incident&)>;
+  // Called for every hit (rule index, event index) — for per-event metrics and --explain.
+  using HitObserver = std::function<void(const Hit&, const RecordBatch&)>;
+
+  Pipeline(std::shared_ptr<const CompiledRules> rules, IncidentHandler on_incident, PipelineOptions options = {});
+  ~Pipeline();
+
+  // Registers a stream; returns its index.
+  std::uint32_t add_stream(StreamIdentity identity, DecodeOptions decode);
+  // The stream is now a new instance (a new container, a new file): decoder state and sequences start over.
+  void new_instance(std::uint32_t stream, std::string instance, std::uint64_t offset = 0);
+  // Continue a stream from a checkpoint.
+  void resume(std::uint32_t stream, std::uint64_t offset, std::uint64_t line);
+
+  void feed(std::uint32_t stream, std::string_view bytes, Time read_time);
+  // Emits a pending partial line of the stream (end of input, or the partial-line timeout).
+  void flush_partial(std::uint32_t stream, Time read_time);
+  // Scans and correlates what is batched. Called automatically when the batch is full.
+  void drain();
+  // Drains, then moves the correlator's clock (absences, held incidents, lifetimes).
+  void advance(Time now);
+  // End of input: flushes partial lines and held incidents.
+  void finish(Time read_time);
+
+  void replace_rules(std::shared_ptr<const CompiledRules> rules);
+
+  const Decoder& decoder(std::uint32_t stream) const;
+  Correlator& correlator();
+  const CompiledRules& rules() const;
+  void set_hit_observer(HitObserver observer);
+  const PipelineStats& stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace faultline
