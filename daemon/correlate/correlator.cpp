@@ -21,6 +21,9 @@ constexpr std::size_t kHitsPerStep = 3;        // evidence lines kept per step: 
 constexpr std::size_t kRecentHits = 32;        // remembered for out-of-order tolerance
 constexpr Duration kRootCauseWindow = std::chrono::minutes(2);
 constexpr std::size_t kRecentIncidents = 512;
+// The same failure printed again within this time of the last completion, with no restart in between, is the same
+// occurrence (a crash prints its error in the worker, the engine and the API server), not a repeat.
+constexpr Duration kRepeatGap = std::chrono::seconds(60);
 
 struct ContextLine {
   std::uint64_t line = 0;
@@ -84,6 +87,8 @@ struct OpenIncident {
   Held hold;
   bool emitted = false;   // at least one revision went out
   std::uint32_t stream = 0;
+  Time last_completion{};
+  bool boundary = false;  // a reset or a new instance happened since the last completion
 };
 
 struct RecentIncident {
@@ -117,6 +122,7 @@ struct Correlator::Impl {
   std::deque<RecentIncident> recent;
   std::function<void(const std::string&)> trace;
   Time now{};
+  bool log_time_seen = false;      // once lines carry their own time, only those move the clock
   std::uint64_t current_line = 0;  // line of the hit being processed
   std::vector<Incident>* out = nullptr;
   const RecordBatch* batch = nullptr;
@@ -386,7 +392,17 @@ struct Correlator::Impl {
     if (it != open.end() && it->second.incident.status == IncidentStatus::firing) {
       OpenIncident& oi = it->second;
       bool escalation = s.raised.has_value();  // this story already raised it: escalate, do not count twice
-      if (completion && !escalation) ++oi.incident.count;
+      if (completion && !escalation) {
+        if (!oi.boundary && at - oi.last_completion < kRepeatGap && severity <= oi.incident.severity) {
+          say("  " + r.id + ": same occurrence printed again");
+          oi.incident.last_seen = std::max(oi.incident.last_seen, at);
+          s.raised = severity;
+          return;
+        }
+        ++oi.incident.count;
+        oi.boundary = false;
+      }
+      if (completion) oi.last_completion = at;
       oi.incident.severity = max_severity(oi.incident.severity, severity);
       oi.incident.last_seen = at;
       for (const auto& [k, v] : s.fields) set_field(oi.incident.fields, k, v);
@@ -401,6 +417,7 @@ struct Correlator::Impl {
     OpenIncident oi;
     oi.rule = s.rule;
     oi.stream = s.stream;
+    oi.last_completion = at;
     Incident& inc = oi.incident;
     inc.rule = r.id;
     inc.severity = severity;
@@ -627,7 +644,7 @@ struct Correlator::Impl {
     const EventPattern& ev = r.events[hit.event.event];
     ++stats.hits;
     std::string key = key_for(r, meta.stream, hit.fields);
-    say("line " + std::to_string(meta.line) + ": " + r.id + "/" + ev.name + " hit");
+    say("line " + std::to_string(meta.line) + " @" + format_time(meta.time) + ": " + r.id + "/" + ev.name + " hit");
 
     // Deadlines that this line passes are settled first, so batching never changes the outcome.
     settle_before(meta.stream, meta.line, meta.time);
@@ -643,7 +660,10 @@ struct Correlator::Impl {
         resolve(it->second, meta.time, ev.name.c_str());
       }
     }
-    if (std::find(r.reset_on.begin(), r.reset_on.end(), ev.name) != r.reset_on.end()) reset_story(s, ev.name.c_str());
+    if (std::find(r.reset_on.begin(), r.reset_on.end(), ev.name) != r.reset_on.end()) {
+      reset_story(s, ev.name.c_str());
+      if (auto it = open.find(okey); it != open.end()) it->second.boundary = true;
+    }
 
     s.started = true;
     s.seen_events |= 1ull << (hit.event.event & 63);
@@ -746,6 +766,9 @@ void Correlator::new_instance(std::uint32_t index, std::string instance) {
   for (auto& [k, story] : impl_->stories) {
     if (story.stream == index && impl_->rule(story.rule).key.stream) impl_->reset_story(story, "new instance");
   }
+  for (auto& [k, oi] : impl_->open) {
+    if (oi.stream == index) oi.boundary = true;
+  }
 }
 
 void Correlator::process(const RecordBatch& batch, const std::vector<Hit>& hits, std::vector<Incident>& out) {
@@ -753,12 +776,22 @@ void Correlator::process(const RecordBatch& batch, const std::vector<Hit>& hits,
   m.out = &out;
   m.batch = &batch;
   auto read_at = std::chrono::steady_clock::now();
+  auto move_clock = [&m](const RecordMeta& rec) {
+    if (rec.time_from_log) {
+      // The first timed line replaces a clock that only knew the time of reading.
+      m.now = m.log_time_seen ? std::max(m.now, rec.time) : rec.time;
+      m.log_time_seen = true;
+    } else if (!m.log_time_seen) {
+      m.now = std::max(m.now, rec.time);
+    }
+  };
+  std::size_t clocked = 0;  // records up to here have moved the clock
   for (const auto& hit : hits) {
-    m.now = std::max(m.now, batch[hit.record].time);
+    for (; clocked <= hit.record; ++clocked) move_clock(batch[clocked]);
     m.on_hit(hit, read_at);
   }
   if (!batch.empty()) {
-    for (const auto& rec : batch.records()) m.now = std::max(m.now, rec.time);
+    for (; clocked < batch.size(); ++clocked) move_clock(batch[clocked]);
     m.update_rings();
     // Held incidents whose line tolerance the batch has passed.
     for (auto& [k, oi] : m.open) {

@@ -96,6 +96,11 @@ def _check_type(value, type_str, path, errors):
         _check_model(value, type_str, path, errors)
 
 
+# Fields typed as strings in the models that are Kubernetes quantities (int or string).
+QUANTITY_FIELDS = {("V1ResourceRequirements", "limits"), ("V1ResourceRequirements", "requests"),
+                   ("V1EmptyDirVolumeSource", "sizeLimit")}
+
+
 def _check_model(obj, model_name, path, errors):
     model = getattr(kc, model_name, None)
     if model is None:
@@ -108,7 +113,11 @@ def _check_model(obj, model_name, path, errors):
     newer = NEWER_FIELDS.get(model_name, {})
     kwargs = {}
     for key, value in obj.items():
-        if key in j2a:
+        if (model_name, key) in QUANTITY_FIELDS:
+            for k, q in (value.items() if isinstance(value, dict) else [("", value)]):
+                _check_quantity(q, "%s.%s%s" % (path, key, "." + k if k else ""), errors)
+            kwargs[j2a[key]] = value
+        elif key in j2a:
             attr = j2a[key]
             _check_type(value, model.openapi_types[attr], "%s.%s" % (path, key), errors)
             kwargs[attr] = value

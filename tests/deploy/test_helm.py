@@ -69,7 +69,7 @@ class Render:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.rc, self.out, self.err = p.returncode, p.stdout, p.stderr
         self.docs = []
-        if self.rc == 0:
+        if self.rc == 0 and "--show-notes" not in args:
             self.docs = [d for d in yaml.load_all(self.out, Loader=UniqueKeyLoader) if d]
         self.release = name
         self.namespace = namespace

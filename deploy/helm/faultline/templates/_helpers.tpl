@@ -189,21 +189,3 @@ and sources; .Values.config is merged over it (maps merge, lists replace).
       "sources" .sources }}
 {{- toYaml (mergeOverwrite $base (deepCopy .Values.config)) }}
 {{- end }}
-
-{{/* The catalog ConfigMap's data: rules/**.yaml (not tests/), keyed by file name, minus exclusions. */}}
-{{- define "faultline.catalogData" -}}
-{{- $data := dict }}
-{{- $excluded := .Values.rules.catalog.exclude | default list }}
-{{- range $path, $_ := .Files.Glob "files/rules/**.{yaml,yml}" }}
-{{- if not (contains "/tests/" $path) }}
-{{- $key := base $path }}
-{{- if hasKey $data $key }}
-{{- fail (printf "faultline: two catalog rule files are named %s; ConfigMap keys must be unique" $key) }}
-{{- end }}
-{{- if not (has (trimSuffix ".yml" (trimSuffix ".yaml" $key)) $excluded) }}
-{{- $_ := set $data $key ($.Files.Get $path) }}
-{{- end }}
-{{- end }}
-{{- end }}
-{{- toYaml $data }}
-{{- end }}

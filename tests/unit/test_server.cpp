@@ -1,0 +1,216 @@
+// server: routing and rendering (handle_request over plain values) and the live Beast listener started by Outputs
+// (/metrics, /healthz, /readyz, the incident API with its bearer token, the page, limits).
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "faultline/rules.hpp"
+#include "faultline/server.hpp"
+#include "faultline/sinks.hpp"
+#include "net_util.h"
+
+using namespace faultline;
+namespace fs = std::filesystem;
+
+namespace {
+
+Incident incident(std::string id, std::string rule, Severity sev, std::string last_seen = "2026-03-01T10:00:05Z") {
+  Incident inc;
+  inc.id = std::move(id);
+  inc.rule = std::move(rule);
+  inc.title = "Title <" + inc.rule + ">";
+  inc.severity = sev;
+  inc.stream = "ns/pod/c";
+  inc.first_seen = *parse_rfc3339("2026-03-01T10:00:00Z");
+  inc.last_seen = *parse_rfc3339(last_seen);
+  inc.summary = "summary & <b>more</b>";
+  EvidenceLine e;
+  e.text = "<script>alert(1)</script>";
+  inc.evidence.push_back(e);
+  return inc;
+}
+
+struct Api {
+  IncidentStore store{100};
+  Metrics metrics;
+  ApiContext ctx;
+  std::vector<ReadinessItem> ready{{"rules", true, "3 rules"}, {"sources", true, ""}};
+  Api() {
+    store.accept(incident("aaaa", "cuda-oom", Severity::critical, "2026-03-01T10:00:05Z"));
+    store.accept(incident("bbbb", "nccl-timeout", Severity::warning, "2026-03-01T11:00:00Z"));
+    auto c = incident("cccc", "cuda-oom", Severity::info, "2026-03-01T12:00:00Z");
+    c.status = IncidentStatus::resolved;
+    store.accept(c);
+    ctx.store = &store;
+    ctx.metrics = &metrics;
+    ctx.readiness = [this] { return ready; };
+    ctx.rules = [] {
+      return std::vector<RuleInfo>{{"cuda-oom", "CUDA out of memory", Severity::critical, "abc123"}};
+    };
+    ctx.version = "9.9.9";
+  }
+  HttpResponse get(const std::string& target, const std::string& auth = {}, const std::string& method = "GET") {
+    return handle_request({method, target, auth}, ctx);
+  }
+  std::vector<std::string> ids(const std::string& target) {
+    auto r = get(target);
+    REQUIRE(r.status == 200);
+    std::vector<std::string> out;
+    for (auto& i : nlohmann::json::parse(r.body)["incidents"]) out.push_back(i["id"]);
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("incident API filters", "[server]") {
+  Api api;
+  CHECK(api.ids("/api/v1/incidents") == std::vector<std::string>{"cccc", "bbbb", "aaaa"});
+  CHECK(api.ids("/api/v1/incidents?rule=cuda-oom") == std::vector<std::string>{"cccc", "aaaa"});
+  CHECK(api.ids("/api/v1/incidents?rule=cuda-oom,nccl-timeout&limit=2") == std::vector<std::string>{"cccc", "bbbb"});
+  CHECK(api.ids("/api/v1/incidents?severity=critical,warning") == std::vector<std::string>{"bbbb", "aaaa"});
+  CHECK(api.ids("/api/v1/incidents?status=firing") == std::vector<std::string>{"bbbb", "aaaa"});
+  CHECK(api.ids("/api/v1/incidents?since=2026-03-01T10%3A30%3A00Z") == std::vector<std::string>{"cccc", "bbbb"});
+  CHECK(api.ids("/api/v1/incidents?since=1h").empty());  // all are older than an hour from now
+  CHECK(api.get("/api/v1/incidents?severity=fatal").status == 400);
+  CHECK(api.get("/api/v1/incidents?since=yesterday").status == 400);
+  CHECK(api.get("/api/v1/incidents?limit=0").status == 400);
+  auto one = api.get("/api/v1/incidents/bbbb");
+  REQUIRE(one.status == 200);
+  CHECK(one.content_type == "application/json");
+  CHECK(nlohmann::json::parse(one.body)["rule"] == "nccl-timeout");
+  CHECK(api.get("/api/v1/incidents/nope").status == 404);
+}
+
+TEST_CASE("rules, health, readiness, metrics, page", "[server]") {
+  Api api;
+  auto rules = nlohmann::json::parse(api.get("/api/v1/rules").body);
+  CHECK(rules["count"] == 1);
+  CHECK(rules["rules"][0]["id"] == "cuda-oom");
+  CHECK(rules["rules"][0]["severity"] == "critical");
+  CHECK(rules["rules"][0]["content_hash"] == "abc123");
+
+  CHECK(api.get("/healthz").status == 200);
+  auto ready = api.get("/readyz");
+  CHECK(ready.status == 200);
+  CHECK(ready.body.find("ok   rules: 3 rules") != std::string::npos);
+  api.ready[1] = {"sources", false, "cannot open /var/log/x"};
+  ready = api.get("/readyz");
+  CHECK(ready.status == 503);
+  CHECK(ready.body.find("FAIL sources: cannot open /var/log/x") != std::string::npos);
+
+  auto metrics = api.get("/metrics");
+  CHECK(metrics.status == 200);
+  CHECK(metrics.content_type.find("version=0.0.4") != std::string::npos);
+  CHECK(metrics.body.find("faultline_build_info") != std::string::npos);
+
+  auto page = api.get("/");
+  CHECK(page.status == 200);
+  CHECK(page.content_type.find("text/html") != std::string::npos);
+  CHECK(page.body.find("Title &lt;cuda-oom&gt;") != std::string::npos);
+  CHECK(page.body.find("<script>alert") == std::string::npos);
+  CHECK(page.body.find("&lt;script&gt;") != std::string::npos);
+
+  CHECK(api.get("/nope").status == 404);
+  auto post = api.get("/api/v1/incidents", {}, "POST");
+  CHECK(post.status == 405);
+}
+
+TEST_CASE("bearer token guards the API and the page only", "[server]") {
+  Api api;
+  api.ctx.api_token = "s3cret-token";
+  CHECK(api.get("/api/v1/incidents").status == 401);
+  CHECK(api.get("/").status == 401);
+  CHECK(api.get("/api/v1/rules", "Bearer wrong-token!").status == 401);
+  CHECK(api.get("/api/v1/incidents", "Bearer s3cret-token").status == 200);
+  CHECK(api.get("/api/v1/incidents", "bearer s3cret-token").status == 200);
+  CHECK(api.get("/metrics").status == 200);
+  CHECK(api.get("/healthz").status == 200);
+  CHECK(api.get("/readyz").status == 200);
+}
+
+TEST_CASE("listen addresses and query strings", "[server]") {
+  CHECK(parse_listen_address("127.0.0.1:9464") == std::make_pair(std::string("127.0.0.1"), std::uint16_t{9464}));
+  CHECK(parse_listen_address("[::1]:80") == std::make_pair(std::string("::1"), std::uint16_t{80}));
+  CHECK(parse_listen_address(":9464")->first == "0.0.0.0");
+  CHECK_FALSE(parse_listen_address("localhost"));
+  CHECK_FALSE(parse_listen_address("::1:80"));
+  CHECK_FALSE(parse_listen_address("h:70000"));
+  CHECK(url_decode("a%20b+c%2F") == "a b c/");
+  auto q = parse_query("rule=a&x&since=10m");
+  REQUIRE(q.size() == 3);
+  CHECK(q[1].first == "x");
+  CHECK(q[2].second == "10m");
+}
+
+TEST_CASE("live server: routes, token, readiness, limits", "[server][outputs]") {
+  char tmpl[] = "/tmp/faultline-server-XXXXXX";
+  std::string dir = ::mkdtemp(tmpl);
+  std::ofstream(dir + "/token") << "tok-123\n";
+  OutputsOptions o;
+  o.server.listen = "127.0.0.1:0";
+  o.server.api_token_file = dir + "/token";
+  o.server.max_request_bytes = 2048;
+  o.state_dir = dir + "/state";
+  {
+    Outputs out(o);
+    std::string err;
+    REQUIRE(out.start(&err));
+    auto port = nettest::port_of(out.listen_address());
+    RuleSet rs;
+    auto& r = rs.rules.emplace_back();
+    r.id = "cuda-oom";
+    r.title = "CUDA OOM";
+    r.content_hash = "h1";
+    out.update_rules(rs);
+    out.set_ready("rules", true, "1 rule");
+    out.set_ready("sources", false, "waiting");
+    REQUIRE(out.submit(incident("abcd", "cuda-oom", Severity::critical)));
+
+    CHECK(nettest::get(port, "/healthz").status == 200);
+    CHECK(nettest::get(port, "/readyz").status == 503);
+    out.set_ready("sources", true);
+    CHECK(nettest::get(port, "/readyz").status == 200);
+    auto m = nettest::get(port, "/metrics");
+    CHECK(m.status == 200);
+    CHECK(m.body.find("faultline_rules_loaded 1") != std::string::npos);
+    CHECK(nettest::get(port, "/api/v1/incidents").status == 401);
+    auto inc = nettest::get(port, "/api/v1/incidents/abcd", "Authorization: Bearer tok-123\r\n");
+    REQUIRE(inc.status == 200);
+    CHECK(nlohmann::json::parse(inc.body)["id"] == "abcd");
+    auto rules = nettest::get(port, "/api/v1/rules", "Authorization: Bearer tok-123\r\n");
+    CHECK(nlohmann::json::parse(rules.body)["rules"][0]["content_hash"] == "h1");
+    auto head = nettest::get(port, "/healthz", {}, "HEAD");
+    CHECK(head.status == 200);
+    CHECK(head.body.empty());
+    // An oversized request is refused.
+    auto big = nettest::get(port, "/healthz", "X-Pad: " + std::string(4096, 'a') + "\r\n");
+    CHECK((big.status == 413 || big.status == 0));
+    // A client that connects and says nothing is not a problem for the others.
+    int idle = nettest::connect_to(port);
+    CHECK(nettest::get(port, "/healthz").status == 200);
+    ::close(idle);
+    auto metrics = nettest::get(port, "/metrics").body;
+    CHECK(metrics.find("faultline_http_requests_total{code=\"401\",handler=\"unauthorized\"} 1") != std::string::npos);
+    out.stop(std::chrono::milliseconds(200));
+    CHECK(nettest::get(port, "/healthz").status == 0);  // closed
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a port in use is an error at start", "[server][outputs]") {
+  OutputsOptions a;
+  a.server.listen = "127.0.0.1:0";
+  Outputs first(a);
+  REQUIRE(first.start());
+  OutputsOptions b;
+  b.server.listen = first.listen_address();
+  Outputs second(b);
+  std::string err;
+  CHECK_FALSE(second.start(&err));
+  CHECK(err.find("listen") != std::string::npos);
+  first.stop(Duration::zero());
+}

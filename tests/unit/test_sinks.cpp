@@ -1,0 +1,505 @@
+// sinks: payload formats (Standard Webhooks, Alertmanager), redaction, the spool, the incident store, and delivery
+// through Outputs to a loopback receiver (retries, ordering, restart).
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "faultline/sinks.hpp"
+#include "net_util.h"
+
+using namespace faultline;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  TempDir() {
+    char tmpl[] = "/tmp/faultline-sinks-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string path;
+};
+
+Incident make_incident(std::string id = "0123456789abcdef", std::uint32_t revision = 1,
+                       Severity severity = Severity::critical) {
+  Incident inc;
+  inc.id = std::move(id);
+  inc.revision = revision;
+  inc.rule = "flashinfer-fmha-unsupported-arch";
+  inc.title = "FlashInfer FMHA kernel does not support this GPU";
+  inc.severity = severity;
+  inc.stream = "ml/vllm-0/vllm";
+  inc.stream_labels = {{"namespace", "ml"}, {"pod", "vllm-0"}, {"container", "vllm"}, {"node", "gpu-7"}};
+  inc.first_seen = *parse_rfc3339("2026-03-01T10:00:00Z");
+  inc.last_seen = *parse_rfc3339("2026-03-01T10:00:05Z");
+  inc.summary = "FMHA has no kernel for sm_120";
+  inc.remediation = "Use a build with sm_120 kernels";
+  inc.references = {"https://example.com/runbook", "https://example.com/other"};
+  inc.labels = {{"team", "inference"}, {"bad-label", "x"}};
+  EvidenceLine e;
+  e.stream = inc.stream;
+  e.line = 10;
+  e.text = "RuntimeError: FMHA unsupported architecture";
+  e.event = "unsupported";
+  inc.evidence.push_back(e);
+  return inc;
+}
+
+std::string read_file(const std::string& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds timeout = std::chrono::milliseconds(10000)) {
+  auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pred();
+}
+
+}  // namespace
+
+TEST_CASE("Standard Webhooks signature matches the specification's example", "[sinks]") {
+  auto key = decode_webhook_secret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+  CHECK(standard_webhooks_signature(key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, R"({"test": 2432232314})") ==
+        "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+  CHECK(decode_webhook_secret("  plain-secret\n") == "plain-secret");
+}
+
+TEST_CASE("base64 round trips", "[sinks]") {
+  for (std::string s : std::vector<std::string>{"", "f", "fo", "foo", "foob", "fooba", "foobar", std::string("\0\xff\x10", 3)}) {
+    auto enc = base64_encode(s);
+    CHECK(base64_decode(enc) == s);
+  }
+  CHECK(base64_encode("foobar") == "Zm9vYmFy");
+  CHECK(base64_encode("fo") == "Zm8=");
+  CHECK_FALSE(base64_decode("Zm9v*").has_value());
+}
+
+TEST_CASE("default redaction masks secrets and leaves ordinary text", "[sinks]") {
+  auto r = Redactor::create({});
+  REQUIRE(r);
+  CHECK(r->redact("Authorization: Bearer abc.def-123_XYZ") == "Authorization: Bearer [REDACTED]");
+  CHECK(r->redact("key sk-proj-abcdefghijklmnop1234 used") == "key [REDACTED] used");
+  CHECK(r->redact("token hf_abcdefghijklmnopqrstuvwxyz here") == "token [REDACTED] here");
+  CHECK(r->redact("fetch https://user:hunter2@host/x failed") == "fetch https://user:[REDACTED]@host/x failed");
+  CHECK(r->redact("api_key=abc123 and password: \"s3cret\"") == "api_key=[REDACTED] and password: \"[REDACTED]\"");
+  CHECK(r->redact("AKIAABCDEFGHIJKLMNOP") == "[REDACTED]");
+  std::string plain = "CUDA out of memory. Tried to allocate 2.00 GiB; max_tokens=4096 task-id 7";
+  CHECK(r->redact(plain) == plain);
+}
+
+TEST_CASE("custom redaction patterns and caps", "[sinks]") {
+  RedactionOptions o;
+  o.defaults = false;
+  o.patterns = {"user=(\\w+)", "SSN \\d{3}-\\d{2}-\\d{4}"};
+  o.max_evidence_lines = 4;
+  o.max_line_bytes = 10;
+  auto r = Redactor::create(o);
+  REQUIRE(r);
+  CHECK(r->redact("login user=alice ok") == "login user=[REDACTED] ok");
+  CHECK(r->redact("SSN 123-45-6789!") == "[REDACTED]!");
+  CHECK(r->redact("Bearer abcdefghij") == "Bearer abcdefghij");  // defaults off
+
+  Incident inc = make_incident();
+  inc.evidence.clear();
+  for (int i = 0; i < 10; ++i) {
+    EvidenceLine e;
+    e.line = static_cast<std::uint64_t>(i);
+    e.text = "line " + std::to_string(i) + " user=bob and more text";
+    inc.evidence.push_back(e);
+  }
+  inc.fields = {{"who", "user=carol"}};
+  r->apply(inc);
+  REQUIRE(inc.evidence.size() == 4);
+  CHECK(inc.evidence[0].line == 0);
+  CHECK(inc.evidence[1].line == 1);
+  CHECK(inc.evidence[2].line == 8);
+  CHECK(inc.evidence[3].line == 9);
+  CHECK(inc.evidence[0].text.size() <= 10);
+  CHECK(inc.evidence[0].truncated);
+  CHECK(inc.fields[0].second == "user=[REDACTED]");
+
+  std::string error;
+  RedactionOptions bad;
+  bad.patterns = {"(unclosed"};
+  CHECK(Redactor::create(bad, &error) == nullptr);
+  CHECK(error.find("(unclosed") != std::string::npos);
+}
+
+TEST_CASE("alertname and the Alertmanager alert", "[sinks]") {
+  CHECK(alertname_for_rule("flashinfer-fmha-unsupported-arch") == "FaultlineFlashinferFmhaUnsupportedArch");
+  CHECK(alertname_for_rule("cuda_oom") == "FaultlineCudaOom");
+
+  auto inc = make_incident();
+  auto now = std::chrono::system_clock::time_point(std::chrono::seconds(1772359200));  // 2026-03-01T10:00:00Z
+  auto j = nlohmann::json::parse(alertmanager_alert(inc, {"http://faultline:9464/", std::chrono::minutes(1)}, now));
+  CHECK(j["labels"]["alertname"] == "FaultlineFlashinferFmhaUnsupportedArch");
+  CHECK(j["labels"]["rule"] == "flashinfer-fmha-unsupported-arch");
+  CHECK(j["labels"]["severity"] == "critical");
+  CHECK(j["labels"]["incident_id"] == inc.id);
+  CHECK(j["labels"]["namespace"] == "ml");
+  CHECK(j["labels"]["pod"] == "vllm-0");
+  CHECK(j["labels"]["container"] == "vllm");
+  CHECK(j["labels"]["node"] == "gpu-7");
+  CHECK(j["labels"]["team"] == "inference");
+  CHECK_FALSE(j["labels"].contains("bad-label"));
+  CHECK(j["annotations"]["summary"] == inc.summary);
+  CHECK(j["annotations"]["runbook_url"] == "https://example.com/runbook");
+  CHECK(j["annotations"]["remediation"] == inc.remediation);
+  CHECK(j["annotations"]["evidence"].get<std::string>().find("FMHA unsupported") != std::string::npos);
+  CHECK(j["startsAt"] == "2026-03-01T10:00:00.000Z");
+  CHECK(j["endsAt"] == "2026-03-01T10:04:00.000Z");  // 4 × resend interval ahead
+  CHECK(j["generatorURL"] == "http://faultline:9464/api/v1/incidents/" + inc.id);
+
+  inc.status = IncidentStatus::resolved;
+  auto resolved_at = now + std::chrono::seconds(30);
+  j = nlohmann::json::parse(alertmanager_alert(inc, {"", std::chrono::minutes(1)}, now + std::chrono::hours(1), resolved_at));
+  CHECK(j["endsAt"] == "2026-03-01T10:00:30.000Z");
+  CHECK_FALSE(j.contains("generatorURL"));
+}
+
+TEST_CASE("sink filters", "[sinks]") {
+  SinkConfig s;
+  s.min_severity = Severity::warning;
+  auto inc = make_incident();
+  CHECK(sink_accepts(s, inc, false));
+  inc.severity = Severity::info;
+  CHECK_FALSE(sink_accepts(s, inc, false));
+  CHECK(sink_accepts(s, inc, true));  // a later revision of something already sent
+  inc.severity = Severity::critical;
+  s.rules = {"other-rule"};
+  CHECK_FALSE(sink_accepts(s, inc, false));
+  s.rules = {"other-rule", inc.rule};
+  CHECK(sink_accepts(s, inc, false));
+  inc.caused_by = "feedfacefeedface";
+  CHECK_FALSE(sink_accepts(s, inc, false));  // explained by a root cause: does not page by default
+  s.send_caused_by = true;
+  CHECK(sink_accepts(s, inc, false));
+  inc.status = IncidentStatus::resolved;
+  s.send_resolved = false;
+  CHECK_FALSE(sink_accepts(s, inc, true));
+}
+
+TEST_CASE("URLs and sink configuration", "[sinks]") {
+  auto u = parse_url("https://am.example:9443/base?x=1");
+  REQUIRE(u);
+  CHECK(u->scheme == "https");
+  CHECK(u->host == "am.example");
+  CHECK(u->port == 9443);
+  CHECK(u->target == "/base?x=1");
+  u = parse_url("http://[::1]/");
+  REQUIRE(u);
+  CHECK(u->host == "::1");
+  CHECK(u->port == 80);
+  u = parse_url("HTTP://h");
+  REQUIRE(u);
+  CHECK(u->target == "/");
+  std::string err;
+  CHECK_FALSE(parse_url("ftp://h/", &err));
+  CHECK_FALSE(parse_url("http://u:p@h/", &err));
+  CHECK(err.find("credentials") != std::string::npos);
+  CHECK_FALSE(parse_url("http://h:99999/"));
+  CHECK_FALSE(parse_url("h:80"));
+
+  auto s = sink_from_url("http://127.0.0.1:9093", WebhookFormat::alertmanager);
+  REQUIRE(s);
+  CHECK(s->name == "alertmanager");
+  CHECK(s->format == WebhookFormat::alertmanager);
+  CHECK(validate_sink(*s).empty());
+  s = sink_from_url("http://hooks/x", WebhookFormat::json);
+  REQUIRE(s);
+  CHECK(s->name == "webhook");
+
+  SinkConfig bad;
+  bad.name = "bad/name";
+  bad.url = "nope";
+  bad.hmac_secret_file = "/nonexistent/secret";
+  bad.headers = {{"X-Evil\r\n", "v"}};
+  auto errors = validate_sink(bad);
+  CHECK(errors.size() >= 4);
+  CHECK(parse_webhook_format("alertmanager") == WebhookFormat::alertmanager);
+  CHECK_FALSE(parse_webhook_format("xml"));
+}
+
+TEST_CASE("spool: durable, ordered, deduplicated, resumed", "[sinks]") {
+  TempDir tmp;
+  std::string dir = tmp.path + "/spool/s";
+  {
+    Spool sp(dir, 1 << 20, std::chrono::hours(1));
+    REQUIRE(sp.open(nullptr));
+    CHECK(sp.put(make_incident("aaaa", 1), "body-1", 1000) == Spool::PutResult::stored);
+    CHECK(sp.put(make_incident("aaaa", 2), "body-2", 2000) == Spool::PutResult::stored);
+    CHECK(sp.put(make_incident("aaaa", 1), "body-1", 3000) == Spool::PutResult::duplicate);
+    CHECK(sp.size() == 2);
+    CHECK(sp.contains("aaaa-1"));
+    CHECK(sp.oldest_ms() == 1000);
+    auto f = sp.front();
+    REQUIRE(f);
+    CHECK(f->first.delivery_id == "aaaa-1");
+    CHECK(f->second == "body-1");
+    sp.remove(f->first);
+    CHECK(sp.size() == 1);
+  }
+  // A leftover temporary and a garbage file: removed on open, the garbage counted.
+  std::ofstream(dir + "/00000000000000000099.tmp") << "partial";
+  std::ofstream(dir + "/00000000000000000098.json") << "{not json";
+  {
+    Spool sp(dir, 1 << 20, std::chrono::hours(1));
+    SpoolDrops drops;
+    REQUIRE(sp.open(nullptr, &drops));
+    CHECK(drops.corrupt.size() == 1);
+    CHECK_FALSE(fs::exists(dir + "/00000000000000000099.tmp"));
+    REQUIRE(sp.size() == 1);
+    auto f = sp.front();
+    REQUIRE(f);
+    CHECK(f->first.delivery_id == "aaaa-2");
+    CHECK(f->second == "body-2");
+    // New deliveries go after the resumed ones.
+    CHECK(sp.put(make_incident("bbbb", 1), "b", 5000) == Spool::PutResult::stored);
+    CHECK(sp.front()->first.delivery_id == "aaaa-2");
+    auto content = nlohmann::json::parse(read_file(sp.front()->first.path));
+    CHECK(content["format"] == "faultline-spool");
+    CHECK(content["version"] == 1);
+  }
+}
+
+TEST_CASE("spool bounds: bytes and age", "[sinks]") {
+  TempDir tmp;
+  Spool sp(tmp.path + "/s", 4096, std::chrono::seconds(60));
+  REQUIRE(sp.open(nullptr));
+  std::string body(1500, 'x');
+  SpoolDrops drops;
+  for (int i = 0; i < 5; ++i) sp.put(make_incident("id" + std::to_string(i)), body, 1000 + i, &drops);
+  CHECK(sp.bytes() <= 4096);
+  CHECK(!drops.spool_full.empty());
+  CHECK(drops.spool_full.front().delivery_id == "id0-1");  // the oldest go first
+  CHECK(sp.contains("id4-1"));
+  SpoolDrops aged;
+  sp.expire(1000 + 4 + 60 * 1000 + 1 - 1, &aged);  // id4 (created at 1004) is exactly 60 s old: kept
+  CHECK(sp.contains("id4-1"));
+  sp.expire(1004 + 60 * 1000 + 1, &aged);
+  CHECK(sp.empty());
+  CHECK(!aged.max_age.empty());
+}
+
+TEST_CASE("incident store: dedup, filters, eviction, persistence", "[sinks]") {
+  TempDir tmp;
+  std::string log = tmp.path + "/incidents.jsonl";
+  {
+    IncidentStore st(3, log);
+    REQUIRE(st.open());
+    CHECK(st.accept(make_incident("a", 1)) == IncidentStore::Accept::added);
+    CHECK(st.accept(make_incident("a", 1)) == IncidentStore::Accept::duplicate);
+    CHECK(st.accept(make_incident("a", 2)) == IncidentStore::Accept::updated);
+    CHECK(st.accept(make_incident("a", 1)) == IncidentStore::Accept::duplicate);  // older
+    auto b = make_incident("b", 1, Severity::warning);
+    b.rule = "other";
+    b.status = IncidentStatus::resolved;
+    st.accept(b);
+    st.accept(make_incident("c", 1));
+    CHECK(st.size() == 3);
+    CHECK(st.find("a")->incident.revision == 2);
+
+    IncidentQuery q;
+    CHECK(st.query(q).front()->incident.id == "c");  // newest first
+    q.rules = {"other"};
+    REQUIRE(st.query(q).size() == 1);
+    q = {};
+    q.severities = {Severity::critical};
+    CHECK(st.query(q).size() == 2);
+    q = {};
+    q.status = IncidentStatus::firing;
+    CHECK(st.query(q).size() == 2);
+    q = {};
+    q.since = *parse_rfc3339("2026-03-01T10:00:06Z");
+    CHECK(st.query(q).empty());
+    q = {};
+    q.limit = 1;
+    CHECK(st.query(q).size() == 1);
+    CHECK(st.firing().size() == 2);
+
+    st.accept(make_incident("d", 1));  // over capacity: the resolved one goes first
+    CHECK(st.size() == 3);
+    CHECK(st.find("b") == nullptr);
+  }
+  IncidentStore again(3, log);
+  REQUIRE(again.open());
+  CHECK(again.size() == 3);
+  CHECK(again.find("a")->incident.revision == 2);
+  CHECK(again.accept(make_incident("a", 2)) == IncidentStore::Accept::duplicate);  // survives restart
+}
+
+namespace {
+
+struct OutputsFixture {
+  TempDir tmp;
+  OutputsOptions options(std::vector<SinkConfig> sinks) {
+    OutputsOptions o;
+    o.server.listen = "127.0.0.1:0";
+    o.state_dir = tmp.path;
+    o.sinks = std::move(sinks);
+    return o;
+  }
+  SinkConfig sink(const std::string& name, const std::string& url) {
+    SinkConfig s;
+    s.name = name;
+    s.url = url;
+    s.backoff_initial = std::chrono::milliseconds(20);
+    s.backoff_max = std::chrono::milliseconds(100);
+    s.timeout = std::chrono::seconds(2);
+    return s;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("json webhook: signed, deduplicated, retried until 2xx", "[sinks][outputs]") {
+  OutputsFixture fx;
+  std::atomic<int> calls{0};
+  nettest::Receiver rx([&](const nettest::Received&) { return ++calls <= 2 ? 503 : 200; });
+  std::ofstream(fx.tmp.path + "/secret") << "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n";
+  auto s = fx.sink("hook", rx.url("/hook?x=1"));
+  s.hmac_secret_file = fx.tmp.path + "/secret";
+  s.headers = {{"X-Team", "ml"}};
+  Outputs out(fx.options({s}));
+  std::string err;
+  REQUIRE(out.start(&err));
+  auto inc = make_incident();
+  inc.evidence[0].text = "Authorization: Bearer supersecrettoken123";
+  REQUIRE(out.submit(inc));
+  REQUIRE(out.submit(inc));  // the same revision again: not delivered twice
+  REQUIRE(rx.wait_for(3));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto got = rx.received();
+  REQUIRE(got.size() == 3);  // two 503s, then the 200
+  const auto& r = got.back();
+  CHECK(r.method == "POST");
+  CHECK(r.target == "/hook?x=1");
+  CHECK(r.header("content-type") == "application/json");
+  CHECK(r.header("x-team") == "ml");
+  CHECK(r.header("webhook-id") == inc.id + "-1");
+  auto ts = std::stoll(r.header("webhook-timestamp"));
+  auto key = decode_webhook_secret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+  CHECK(r.header("webhook-signature") == standard_webhooks_signature(key, inc.id + "-1", ts, r.body));
+  auto body = nlohmann::json::parse(r.body);
+  CHECK(body["id"] == inc.id);
+  CHECK(body["evidence"][0]["text"] == "Authorization: Bearer [REDACTED]");
+  CHECK(eventually([&] { return fs::is_empty(fx.tmp.path + "/spool/hook"); }));
+  auto text = out.metrics().serialize();
+  CHECK(text.find("faultline_webhook_deliveries_total{result=\"http_error\",sink=\"hook\"} 2") != std::string::npos);
+  CHECK(text.find("faultline_webhook_deliveries_total{result=\"success\",sink=\"hook\"} 1") != std::string::npos);
+  CHECK(text.find("faultline_webhook_retries_total{sink=\"hook\"} 2") != std::string::npos);
+  CHECK(text.find("faultline_incidents_total{rule=\"flashinfer-fmha-unsupported-arch\",severity=\"critical\"} 1") !=
+        std::string::npos);
+  CHECK(text.find("faultline_incidents_active{rule=\"flashinfer-fmha-unsupported-arch\",severity=\"critical\"} 1") !=
+        std::string::npos);
+  out.stop(std::chrono::seconds(1));
+}
+
+TEST_CASE("a dead sink does not delay another; pending deliveries survive a restart", "[sinks][outputs]") {
+  OutputsFixture fx;
+  nettest::Receiver good;
+  // A port with nothing listening: connections are refused.
+  std::uint16_t dead_port;
+  { nettest::Receiver tmp; dead_port = tmp.port(); }
+  auto dead = fx.sink("dead", "http://127.0.0.1:" + std::to_string(dead_port) + "/");
+  auto live = fx.sink("live", good.url());
+  {
+    Outputs out(fx.options({dead, live}));
+    REQUIRE(out.start());
+    for (int i = 0; i < 5; ++i) REQUIRE(out.submit(make_incident("inc" + std::to_string(i))));
+    REQUIRE(good.wait_for(5, std::chrono::milliseconds(3000)));
+    auto got = good.received();
+    for (int i = 0; i < 5; ++i) CHECK(got[static_cast<std::size_t>(i)].header("webhook-id") == "inc" + std::to_string(i) + "-1");
+    out.stop(std::chrono::milliseconds(100));
+  }
+  // The dead sink's deliveries are still spooled; a new process with a live receiver delivers them, in order.
+  CHECK(std::distance(fs::directory_iterator(fx.tmp.path + "/spool/dead"), fs::directory_iterator{}) == 5);
+  nettest::Receiver revived;
+  auto back = fx.sink("dead", revived.url());
+  Outputs out(fx.options({back}));
+  REQUIRE(out.start());
+  REQUIRE(revived.wait_for(5));
+  auto got = revived.received();
+  for (int i = 0; i < 5; ++i) CHECK(got[static_cast<std::size_t>(i)].header("webhook-id") == "inc" + std::to_string(i) + "-1");
+  // Replaying the same revisions after the restart sends nothing new (the store remembers them).
+  REQUIRE(out.submit(make_incident("inc0")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(revived.received().size() == 5);
+  out.stop(std::chrono::seconds(1));
+}
+
+TEST_CASE("alertmanager sink posts to /api/v2/alerts and resolves", "[sinks][outputs]") {
+  OutputsFixture fx;
+  nettest::Receiver am;
+  auto s = fx.sink("am", "http://127.0.0.1:" + std::to_string(am.port()));
+  s.format = WebhookFormat::alertmanager;
+  s.resend_interval = std::chrono::seconds(1);
+  Outputs out(fx.options({s}));
+  REQUIRE(out.start());
+  auto inc = make_incident();
+  REQUIRE(out.submit(inc));
+  REQUIRE(am.wait_for(1));
+  auto first = am.received().front();
+  CHECK(first.target == "/api/v2/alerts");
+  auto arr = nlohmann::json::parse(first.body);
+  REQUIRE(arr.is_array());
+  CHECK(arr[0]["labels"]["alertname"] == "FaultlineFlashinferFmhaUnsupportedArch");
+  CHECK(arr[0]["generatorURL"].get<std::string>().find("/api/v1/incidents/" + inc.id) != std::string::npos);
+  // Re-sent while firing.
+  REQUIRE(am.wait_for(2, std::chrono::milliseconds(4000)));
+  inc.revision = 2;
+  inc.status = IncidentStatus::resolved;
+  REQUIRE(out.submit(inc));
+  REQUIRE(eventually([&] {
+    for (const auto& r : am.received()) {
+      auto j = nlohmann::json::parse(r.body, nullptr, false);
+      if (j.is_array() && !j.empty() && j[0]["annotations"]["revision"] == "2") return true;
+    }
+    return false;
+  }));
+  auto n = am.received().size();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  CHECK(am.received().size() == n);  // resolved: no more re-sends
+  out.stop(std::chrono::seconds(1));
+}
+
+TEST_CASE("backpressure and stop", "[sinks][outputs]") {
+  OutputsFixture fx;
+  auto o = fx.options({});
+  o.server.listen = "";
+  o.queue_capacity = 2;
+  Outputs out(o);
+  CHECK_FALSE(out.submit(make_incident()));  // not started
+  REQUIRE(out.start());
+  CHECK(out.listen_address().empty());
+  for (int i = 0; i < 6; ++i) out.submit(make_incident("q" + std::to_string(i)));
+  CHECK(out.wait_for_space(std::chrono::seconds(2)));
+  CHECK_FALSE(out.backpressure());
+  out.stop(std::chrono::milliseconds(100));
+  CHECK_FALSE(out.submit(make_incident("late")));
+}
+
+TEST_CASE("validate_outputs reports every problem", "[sinks]") {
+  OutputsOptions o;
+  o.server.listen = "nonsense";
+  SinkConfig a;
+  a.name = "x";
+  a.url = "http://h/";
+  o.sinks = {a, a};
+  o.redaction.patterns = {"("};
+  auto errors = validate_outputs(o);
+  CHECK(errors.size() == 4);  // listen, duplicate name, no state dir, pattern
+}
