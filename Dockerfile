@@ -5,7 +5,8 @@
 #   docker run --rm -p 9464:9464 -v /var/log/pods:/var/log/pods:ro faultline:dev
 #
 # Build stage: the same apt packages as scripts/install-deps.sh (the script itself runs here),
-# then the same CMake build and install as a developer's, prefix /usr.
+# then the same CMake build and install as a developer's, prefix /usr; the installed rules
+# must load (`scan` shares the loader with `run`).
 # Runtime stage: only the shared libraries the binary links (computed in the build stage by
 # deploy/docker/runtime-packages.sh from ldd + dpkg -S), the binary, the rules, a non-root user.
 # Not built on the development machines (they have no container engine); see deploy/README.md.
@@ -14,10 +15,9 @@ ARG DEBIAN_IMAGE=debian:bookworm-slim
 
 FROM ${DEBIAN_IMAGE} AS build
 ENV DEBIAN_FRONTEND=noninteractive
-COPY scripts/install-deps.sh /tmp/install-deps.sh
-RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates \
- && bash /tmp/install-deps.sh \
+# Build dependencies only (install-deps.sh without --test reads scripts/packages-build.txt).
+COPY scripts/install-deps.sh scripts/packages-build.txt /tmp/deps/
+RUN bash /tmp/deps/install-deps.sh \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -26,7 +26,7 @@ RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr 
  && cmake --build /build -j"$(nproc)" \
  && DESTDIR=/out cmake --install /build \
  && /out/usr/bin/faultline version \
- && /out/usr/bin/faultline check /out/usr/share/faultline/rules \
+ && /out/usr/bin/faultline scan --rules /out/usr/share/faultline/rules < /dev/null \
  && deploy/docker/runtime-packages.sh /out/usr/bin/faultline > /out/runtime-packages.txt \
  && cat /out/runtime-packages.txt
 

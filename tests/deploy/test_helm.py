@@ -287,18 +287,20 @@ def t_default(cases):
 
     if os.environ.get("FAULTLINE_BIN") and os.access(os.environ["FAULTLINE_BIN"], os.X_OK):
         def catalog_loads():
+            # What a pod sees: the ConfigMap's keys as files in one directory (no tests/ fixtures),
+            # loaded the way `run` loads rules (`scan --rules DIR` shares the loader).
             cm = r.configmap("fl-faultline-rules-catalog")
             d = tempfile.mkdtemp(prefix="fl-catalog-")
             try:
                 for k, v in (cm.get("data") or {}).items():
                     with open(os.path.join(d, k), "w", encoding="utf-8") as f:
                         f.write(v)
-                p = subprocess.run([os.environ["FAULTLINE_BIN"], "check", d], stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, text=True)
-                assert p.returncode == 0, "faultline check on the ConfigMap's files:\n" + p.stdout[-3000:]
+                p = subprocess.run([os.environ["FAULTLINE_BIN"], "scan", "--rules", d], stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                assert p.returncode == 0, "the catalog as mounted from its ConfigMap does not load:\n" + p.stdout[-3000:]
             finally:
                 shutil.rmtree(d)
-        cases.run("catalog ConfigMap, flattened, is a rule set `faultline check` accepts", catalog_loads)
+        cases.run("catalog ConfigMap, as mounted in a pod, loads (faultline scan --rules)", catalog_loads)
 
 
 def t_full(cases):
@@ -556,8 +558,86 @@ def t_failures(cases):
     cases.run("image.digest pins the image", digest)
 
 
+def t_checker(cases):
+    """The offline checker must catch the mistakes it exists for, or its silence means nothing."""
+    bad = yaml.safe_load("""
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: bad, labels: {app: x}}
+spec:
+  selector: {matchLabels: {app: y}}
+  template:
+    metadata: {labels: {app: x}}
+    spec:
+      containers:
+        - name: c
+          image: i
+          ports: [{name: faultline-metrics, containerPort: 9464}]
+          livenessProbe: {httpGet: {path: /healthz, port: metrics}}
+          securityContext: {privileged: true, allowPrivilegeEscalation: false, readOnlyRootFileSystem: true}
+          restartPolicy: Always
+          volumeMounts: [{name: nowhere, mountPath: /x}]
+          resources: {limits: {memory: lots}}
+""")
+    want = ["unknown field 'readOnlyRootFileSystem'", "not an IANA_SVC_NAME", "is not a named port",
+            "allowPrivilegeEscalation to false and privileged", "restartPolicy", "names no volume",
+            "not a quantity", "does not select the template labels"]
+
+    def catches():
+        errs = "\n".join(k8s_check.check_manifests([bad]))
+        missed = [w for w in want if w not in errs]
+        assert not missed, "the checker missed %s; it said:\n%s" % (missed, errs)
+    cases.run("the manifest checker catches known mistakes", catches)
+
+
+def t_renderer(cases):
+    """helmrender reproduces Helm 3's known behaviours on a fixture chart."""
+    chart = os.path.join(FIXTURES, "renderer-chart")
+
+    def run(*args):
+        return subprocess.run([HELMRENDER, "--name", "rel"] + list(args) + [chart], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+
+    def semantics():
+        p = run("-f", os.path.join(FIXTURES, "renderer-values.yaml"), "--set", "fromSet=1048576,list[1]=z,r=given",
+                "--set-string", "s=true", "--api-versions", "monitoring.coreos.com/v1")
+        assert p.returncode == 0, p.stderr
+        d = yaml.safe_load(p.stdout)["data"]
+        want = {
+            "big": "1.048576e+06",          # values files go through JSON: numbers are float64
+            "port": "9464",
+            "fromSet": "1048576", "fromSetKind": "int64",   # --set types integers as int64
+            "s": "true",                   # --set-string keeps strings
+            "drop": "",                    # null in a values file deletes the chart default
+            "m": '{"a":1,"b":{"c":2,"d":3}}',               # maps merge
+            "list": '[null,"z"]',          # --set on an index replaces the whole list
+            "tpl": "rel-renderer-check",
+            "files": "a.txt: |\n  one\n  two\nb.txt: |\n  b",
+            "lines": "3",
+            "secret": "c.bin: c2VjcmV0",
+            "kube": "v1.30.0/1/30", "hasMon": "true",
+            "template": "renderer-check/templates/cm.yaml",
+            "missing": "",                 # <no value> is blanked
+            "toYaml": "a:\n- 1\n- two\nz: 1",
+            "fromYaml": "[1,2]",
+            "required": "given",
+        }
+        diff = {k: (d.get(k), v) for k, v in want.items() if d.get(k) != v}
+        assert not diff, "helmrender differs from helm (got, want): %s" % diff
+
+    def required_and_strict():
+        p = run()
+        assert p.returncode != 0 and "r is required" in p.stderr, p.stderr
+        p = run("--strict", "--set", "r=x")
+        assert p.returncode != 0 and 'map has no entry for key "fromSet"' in p.stderr, p.stderr
+    cases.run("helmrender: values typing, merging, --set, tpl, .Files, capabilities as in Helm 3", semantics)
+    cases.run("helmrender: required fails; --strict fails on a missing value", required_and_strict)
+
+
 def main():
     cases = Cases()
+    t_renderer(cases)
+    t_checker(cases)
     print("helmrender: %s" % HELMRENDER)
     t_default(cases)
     t_full(cases)

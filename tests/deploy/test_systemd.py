@@ -103,7 +103,12 @@ def main():
             assert os.access(binary, os.X_OK), "no executable %s" % binary
             rc, out = sh([binary, "version"])
             assert rc == 0, "installed faultline version: %s" % out
-            assert os.path.isdir(os.path.join(root, "usr", "share", "faultline", "rules"))
+            rules = os.path.join(root, "usr", "share", "faultline", "rules")
+            assert os.path.isdir(rules)
+            # The installed catalog must load as `run` will load it (scan shares the loader).
+            p = subprocess.run([binary, "scan", "--rules", rules], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            assert p.returncode == 0, "the installed rules do not load:\n" + p.stdout[-3000:]
             with open(UNIT_SRC) as f:
                 m = re.search(r"^ExecStart=(\S+)", f.read(), re.M)
             assert m and m.group(1) == "/usr/bin/faultline", "ExecStart runs %s" % (m and m.group(1))
@@ -113,7 +118,7 @@ def main():
             else:
                 print("     note: the build does not install the unit (include deploy/install.cmake); "
                       "verifying deploy/systemd/faultline.service placed at the same path")
-        cases.run("cmake --install with DESTDIR: binary runs, rules installed, unit runs /usr/bin/faultline",
+        cases.run("cmake --install with DESTDIR: binary runs, installed rules load, unit runs /usr/bin/faultline",
                   install_tree)
 
         cases.run("systemd-analyze verify --root: no errors or warnings", verify, root)

@@ -4,8 +4,10 @@
 // for reading values (so numbers from values files are float64, as in helm), gobwas/glob
 // for .Files.Glob, helm's coalescing of values and a port of its --set parser.
 //
-// Not implemented (the faultline chart does not use them): subcharts and dependencies,
-// library charts, values.schema.json validation, toToml, lookup against a cluster (it
+// Subcharts: unpacked directories (or links) under charts/, with Chart.yaml dependencies'
+// alias and condition, values coalesced under their key, globals. Not implemented (the
+// faultline chart does not use them): packaged .tgz subcharts, library charts, import-values,
+// tags, values.schema.json validation, toToml, lookup against a cluster (it
 // returns an empty map, as `helm template` does), post-renderers, hooks ordering.
 //
 // Usage:
@@ -21,6 +23,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -149,7 +152,7 @@ func (f Files) Lines(name string) []string {
 }
 
 func encodeBase64(b []byte) string {
-	return sprig.TxtFuncMap()["b64enc"].(func(interface{}) string)(string(b))
+	return base64.StdEncoding.EncodeToString(b)
 }
 
 // ---- helm's extra template functions (pkg/engine/funcs.go) ----
@@ -270,8 +273,17 @@ type chart struct {
 	dir       string
 	meta      Metadata
 	values    map[string]interface{}
-	templates map[string]string // "<chart>/templates/x.yaml" -> text
+	templates map[string]string // "<prefix>/templates/x.yaml" -> text
 	files     Files
+	prefix    string // "parent" or "parent/charts/sub": template names and .Template.BasePath
+	subcharts []*chart
+}
+
+// dependency is the part of a Chart.yaml dependency that rendering needs.
+type dependency struct {
+	Name      string `json:"name"`
+	Alias     string `json:"alias"`
+	Condition string `json:"condition"`
 }
 
 func loadIgnore(dir string) []string {
@@ -314,6 +326,9 @@ func ignored(pats []string, rel string, isDir bool) bool {
 // walk follows symlinks like helm's sympath.Walk, so a chart may link to files kept
 // elsewhere in the repository (helm package stores the link targets' contents).
 func walk(root, rel string, fn func(rel string, data []byte) error, pats []string) error {
+	if rel == "charts" {
+		return nil // loaded as subcharts
+	}
 	full := filepath.Join(root, rel)
 	entries, err := os.ReadDir(full)
 	if err != nil {
@@ -345,7 +360,7 @@ func walk(root, rel string, fn func(rel string, data []byte) error, pats []strin
 	return nil
 }
 
-func loadChart(dir string) (*chart, error) {
+func loadChart(dir, parentPrefix string) (*chart, error) {
 	c := &chart{dir: dir, templates: map[string]string{}, files: Files{}}
 	raw, err := os.ReadFile(filepath.Join(dir, "Chart.yaml"))
 	if err != nil {
@@ -366,6 +381,10 @@ func loadChart(dir string) (*chart, error) {
 	if c.meta.Type != "" && c.meta.Type != "application" {
 		return nil, fmt.Errorf("Chart.yaml: helmrender renders application charts only, not %q", c.meta.Type)
 	}
+	c.prefix = c.meta.Name
+	if parentPrefix != "" {
+		c.prefix = path.Join(parentPrefix, "charts", c.meta.Name)
+	}
 	c.values = map[string]interface{}{}
 	if raw, err := os.ReadFile(filepath.Join(dir, "values.yaml")); err == nil {
 		if c.values, err = readValues(raw); err != nil {
@@ -373,12 +392,25 @@ func loadChart(dir string) (*chart, error) {
 		}
 	}
 	pats := loadIgnore(dir)
+	// Subcharts: unpacked chart directories (or links to them) under charts/.
+	if entries, err := os.ReadDir(filepath.Join(dir, "charts")); err == nil {
+		for _, e := range entries {
+			sub := filepath.Join(dir, "charts", e.Name())
+			if info, err := os.Stat(sub); err != nil || !info.IsDir() {
+				return nil, fmt.Errorf("charts/%s: only unpacked subchart directories are supported by helmrender", e.Name())
+			}
+			sc, err := loadChart(sub, c.prefix)
+			if err != nil {
+				return nil, fmt.Errorf("charts/%s: %w", e.Name(), err)
+			}
+			c.subcharts = append(c.subcharts, sc)
+		}
+	}
 	err = walk(dir, "", func(rel string, data []byte) error {
 		switch {
 		case strings.HasPrefix(rel, "templates/"):
-			c.templates[path.Join(c.meta.Name, rel)] = string(data)
+			c.templates[path.Join(c.prefix, rel)] = string(data)
 		case strings.HasPrefix(rel, "charts/"):
-			return fmt.Errorf("%s: subcharts are not supported by helmrender", rel)
 		case rel == "Chart.yaml" || rel == "Chart.lock" || rel == "values.yaml" ||
 			rel == "values.schema.json" || rel == "requirements.yaml" || rel == ".helmignore":
 		default:
@@ -450,6 +482,91 @@ func coalesce(dst, src map[string]interface{}, prefix string) map[string]interfa
 	return dst
 }
 
+// dependencies returns the subcharts that are enabled, with the key of their values (alias or name).
+func (c *chart) dependencies(vals map[string]interface{}) ([]*chart, []string, error) {
+	var deps []dependency
+	for _, d := range c.meta.Dependencies {
+		raw, _ := jsonMarshal(d)
+		var dep dependency
+		if err := jsonUnmarshal(raw, &dep); err != nil {
+			return nil, nil, err
+		}
+		deps = append(deps, dep)
+	}
+	var subs []*chart
+	var keys []string
+	for _, sc := range c.subcharts {
+		key := sc.meta.Name
+		enabled := true
+		for _, d := range deps {
+			if d.Name != sc.meta.Name {
+				continue
+			}
+			if d.Alias != "" {
+				key = d.Alias
+			}
+			for _, cond := range strings.Split(d.Condition, ",") {
+				cond = strings.TrimSpace(cond)
+				if cond == "" {
+					continue
+				}
+				if v, ok := lookupPath(vals, cond); ok {
+					if b, ok := v.(bool); ok {
+						enabled = b
+						break
+					}
+				}
+			}
+		}
+		if enabled {
+			subs = append(subs, sc)
+			keys = append(keys, key)
+		}
+	}
+	return subs, keys, nil
+}
+
+func lookupPath(m map[string]interface{}, dotted string) (interface{}, bool) {
+	var cur interface{} = m
+	for _, k := range strings.Split(dotted, ".") {
+		mm, ok := cur.(map[string]interface{})
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = mm[k]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// coalesceDeps gives every enabled subchart its values under its key in the parent's values
+// (user values win over the subchart's defaults) and the parent's globals, recursively —
+// so a parent's templates see .Values.<sub> complete, as in helm.
+func coalesceDeps(c *chart, vals map[string]interface{}) error {
+	subs, keys, err := c.dependencies(vals)
+	if err != nil {
+		return err
+	}
+	globals, _ := vals["global"].(map[string]interface{})
+	for i, sc := range subs {
+		sub, _ := vals[keys[i]].(map[string]interface{})
+		if sub == nil {
+			sub = map[string]interface{}{}
+		}
+		sub = coalesce(sub, sc.values, keys[i]+".")
+		if globals != nil {
+			g, _ := sub["global"].(map[string]interface{})
+			sub["global"] = coalesce(g, globals, keys[i]+".global.")
+		}
+		vals[keys[i]] = sub
+		if err := coalesceDeps(sc, sub); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ---- rendering ----
 
 // Helm's install order (pkg/releaseutil/kind_sorter.go).
@@ -482,13 +599,38 @@ func render(c *chart, vals map[string]interface{}, release map[string]interface{
 	}
 	t.Funcs(r.funcMap(t))
 
-	names := make([]string, 0, len(c.templates))
-	for n := range c.templates {
+	type unit struct {
+		c    *chart
+		vals map[string]interface{}
+	}
+	owner := map[string]unit{}
+	var collect func(c *chart, vals map[string]interface{}) error
+	collect = func(c *chart, vals map[string]interface{}) error {
+		for n := range c.templates {
+			owner[n] = unit{c, vals}
+		}
+		subs, keys, err := c.dependencies(vals)
+		if err != nil {
+			return err
+		}
+		for i, sc := range subs {
+			sv, _ := vals[keys[i]].(map[string]interface{})
+			if err := collect(sc, sv); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := collect(c, vals); err != nil {
+		return nil, "", err
+	}
+	names := make([]string, 0, len(owner))
+	for n := range owner {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		if _, err := t.New(n).Parse(c.templates[n]); err != nil {
+		if _, err := t.New(n).Parse(owner[n].c.templates[n]); err != nil {
 			return nil, "", fmt.Errorf("parse error at (%s): %w", n, err)
 		}
 	}
@@ -500,14 +642,18 @@ func render(c *chart, vals map[string]interface{}, release map[string]interface{
 		if strings.HasPrefix(base, "_") {
 			continue
 		}
+		u := owner[n]
 		isNotes := strings.HasSuffix(n, "/NOTES.txt")
+		if isNotes && u.c != c {
+			continue // helm shows the parent's notes only
+		}
 		data := map[string]interface{}{
-			"Values":       vals,
+			"Values":       u.vals,
 			"Release":      release,
-			"Chart":        &c.meta,
+			"Chart":        &u.c.meta,
 			"Capabilities": caps,
-			"Files":        c.files,
-			"Template":     map[string]interface{}{"Name": n, "BasePath": path.Join(c.meta.Name, "templates")},
+			"Files":        u.c.files,
+			"Template":     map[string]interface{}{"Name": n, "BasePath": path.Join(u.c.prefix, "templates")},
 		}
 		var buf strings.Builder
 		if err := t.ExecuteTemplate(&buf, n, data); err != nil {
@@ -628,7 +774,7 @@ func main() {
 
 func run(dir, name, namespace, kubeVersion string, files, sets, setStrings, apiVersions []string,
 	strict, showNotes bool, outDir string) error {
-	c, err := loadChart(dir)
+	c, err := loadChart(dir, "")
 	if err != nil {
 		return err
 	}
@@ -655,6 +801,9 @@ func run(dir, name, namespace, kubeVersion string, files, sets, setStrings, apiV
 		}
 	}
 	vals := coalesce(user, c.values, "")
+	if err := coalesceDeps(c, vals); err != nil {
+		return err
+	}
 
 	kv, err := parseKubeVersion(kubeVersion)
 	if err != nil {

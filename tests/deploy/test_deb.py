@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""The .deb that `cpack -G DEB` makes from the build tree (deploy/install.cmake): its files, its
+control data (Depends computed by dpkg-shlibdeps must cover what the binary links), its
+maintainer scripts, and the unit inside it verified by systemd-analyze on the unpacked tree."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from deploy_common import SOURCE_DIR, Cases  # noqa: E402
+
+
+def sh(cmd, **kw):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+    return p.returncode, p.stdout
+
+
+def main():
+    cases = Cases()
+    build = os.environ.get("FAULTLINE_BUILD_DIR", "")
+    config = os.path.join(build, "CPackConfig.cmake")
+    if not os.path.exists(config):
+        print("FAIL no %s: include(deploy/install.cmake) in the top-level CMakeLists.txt" % config)
+        print("0 passed, 1 failed")
+        sys.exit(1)
+    out = tempfile.mkdtemp(prefix="fl-deb-")
+    try:
+        debs = []
+
+        def package():
+            rc, text = sh(["cpack", "-G", "DEB", "--config", config, "-B", out])
+            assert rc == 0, "cpack failed:\n" + text[-4000:]
+            debs.extend(os.path.join(out, f) for f in os.listdir(out) if f.endswith(".deb"))
+            assert len(debs) == 1, os.listdir(out)
+            print("     %s" % os.path.basename(debs[0]))
+        if not cases.run("cpack -G DEB builds one package", package):
+            cases.finish()
+        deb = debs[0]
+
+        def contents():
+            rc, text = sh(["dpkg-deb", "-c", deb])
+            assert rc == 0, text
+            paths = {l.split()[-1].lstrip(".") for l in text.splitlines()}
+            paths = {p.split(" -> ")[0] for p in paths}
+            for want in ("/usr/bin/faultline", "/usr/lib/systemd/system/faultline.service",
+                         "/usr/share/faultline/systemd/kmsg.conf", "/usr/share/faultline/grafana/faultline.json"):
+                assert want in paths, "%s missing from the package" % want
+            assert [p for p in paths if p.startswith("/usr/share/faultline/rules/") and p.endswith(".yaml")], \
+                "no rules in the package"
+            assert not [p for p in paths if p.startswith("/usr/local")], "files under /usr/local"
+            if os.path.exists(os.path.join(SOURCE_DIR, "deploy", "config.example.yaml")):
+                assert "/etc/faultline/config.yaml" in paths
+                rc, conf = sh(["dpkg-deb", "--info", deb, "conffiles"])
+                assert "/etc/faultline/config.yaml" in conf, "config.yaml is not a conffile"
+        cases.run("package files: binary, unit, drop-in, dashboard, rules (and the config as a conffile)", contents)
+
+        def control():
+            rc, text = sh(["dpkg-deb", "-f", deb, "Package", "Version", "Architecture", "Depends"])
+            assert rc == 0, text
+            fields = dict(l.split(": ", 1) for l in text.splitlines() if ": " in l)
+            assert fields.get("Package") == "faultline", fields
+            depends = {d.strip().split()[0] for d in fields.get("Depends", "").split(",") if d.strip()}
+            binary = os.environ.get("FAULTLINE_BIN")
+            if binary and os.access(binary, os.X_OK):
+                rc, need = sh([os.path.join(SOURCE_DIR, "deploy", "docker", "runtime-packages.sh"), binary])
+                assert rc == 0, need
+                missing = sorted(set(need.split()) - depends)
+                assert not missing, "Depends lacks %s (has %s)" % (missing, sorted(depends))
+            for script in ("postinst", "prerm", "postrm"):
+                rc, s = sh(["dpkg-deb", "--info", deb, script])
+                assert rc == 0 and s.startswith("#!/bin/sh"), "%s missing" % script
+        cases.run("control: Depends covers every runtime library package; maintainer scripts present", control)
+
+        def unit_in_package():
+            root = os.path.join(out, "root")
+            rc, text = sh(["dpkg-deb", "-x", deb, root])
+            assert rc == 0, text
+            for d in ("bin", "sbin", "lib"):
+                if not os.path.lexists(os.path.join(root, d)):
+                    os.makedirs(os.path.join(root, "usr", d), exist_ok=True)
+                    os.symlink("usr/" + d, os.path.join(root, d))
+            unit_dir = os.path.join(root, "usr", "lib", "systemd", "system")
+            for name in os.listdir("/usr/lib/systemd/system"):
+                src, dst = os.path.join("/usr/lib/systemd/system", name), os.path.join(unit_dir, name)
+                if os.path.lexists(dst):
+                    continue
+                if os.path.islink(src):
+                    os.symlink(os.readlink(src), dst)
+                elif os.path.isfile(src):
+                    shutil.copy2(src, dst)
+            shutil.copy2(shutil.which("kill"), os.path.join(root, "usr", "bin", "kill"))
+            with open(os.path.join(unit_dir, "faultline.service")) as f:
+                assert re.search(r"^ExecStart=/usr/bin/faultline run ", f.read(), re.M)
+            rc, text = sh(["systemd-analyze", "verify", "--man=no", "--generators=no", "--root=" + root,
+                           "faultline.service"])
+            assert rc == 0 and not text.strip(), text
+        cases.run("the packaged unit passes systemd-analyze verify on the unpacked package", unit_in_package)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    cases.finish()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+// Helpers shared by the unit tests: compile rules from YAML text and run lines through the real pipeline.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "faultline/match.hpp"
+#include "faultline/pipeline.hpp"
+#include "faultline/rules.hpp"
+
+namespace faultline::testing {
+
+inline std::shared_ptr<const CompiledRules> compile_yaml(const std::string& yaml) {
+  LoadResult loaded = load_rules_from_string(yaml, "test.yaml");
+  for (const auto& d : loaded.diagnostics) UNSCOPED_INFO(d.str());
+  REQUIRE(loaded.ok());
+  CompileResult compiled = compile_rules(std::move(loaded.rules));
+  for (const auto& d : compiled.diagnostics) UNSCOPED_INFO(d.str());
+  REQUIRE(compiled.rules);
+  return compiled.rules;
+}
+
+inline Time at(int seconds) { return Time(std::chrono::seconds(1764410000 + seconds)); }
+
+// Feeds lines (each gets "\n") to one stream of a pipeline, all read at `read_time`.
+struct Harness {
+  std::vector<Incident> emitted;
+  Pipeline pipeline;
+  std::uint32_t stream;
+
+  explicit Harness(std::shared_ptr<const CompiledRules> rules, std::string name = "pod-a")
+      : pipeline(std::move(rules), [this](const Incident& i) { emitted.push_back(i); }) {
+    StreamIdentity id;
+    id.name = name;
+    id.logical = name;
+    id.instance = name + "#0";
+    DecodeOptions options;
+    options.format = ContainerFormat::raw;
+    options.time.reference = at(0);
+    stream = pipeline.add_stream(id, options);
+  }
+
+  void line(const std::string& text, Time read_time = at(0)) {
+    pipeline.feed(stream, text + "\n", read_time);
+    pipeline.drain();
+  }
+  void lines(const std::vector<std::string>& texts, Time read_time = at(0)) {
+    for (const auto& t : texts) line(t, read_time);
+  }
+  std::vector<Incident> of(const std::string& rule) const {
+    std::vector<Incident> out;
+    for (const auto& i : emitted) {
+      if (i.rule == rule) out.push_back(i);
+    }
+    return out;
+  }
+};
+
+}  // namespace faultline::testing

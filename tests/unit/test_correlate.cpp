@@ -1,0 +1,361 @@
+// The correlator through the real pipeline: ordered steps, windows, counts, absence, tolerance, resets, lifetimes,
+// early warnings, repeats, keys, cascades, checkpoints and determinism.
+#include <catch2/catch.hpp>
+
+#include "faultline/correlate.hpp"
+#include "support.hpp"
+
+using namespace faultline;
+using namespace faultline::testing;
+
+namespace {
+
+std::string ts(int seconds, const std::string& msg) { return format_time(at(seconds)) + " " + msg; }
+
+const char* kTwoStep = R"(
+id: two-step
+title: "A then B on {where|somewhere}"
+severity: critical
+events:
+  a: 'alpha happened(?: at (?P<where>\w+))?'
+  b: 'beta failed'
+sequence:
+  - event: a
+  - event: b
+    within: 1m
+)";
+
+}  // namespace
+
+TEST_CASE("steps complete in order and fire once", "[correlate]") {
+  Harness h(compile_yaml(kTwoStep));
+  h.lines({ts(0, "INFO alpha happened at gpu0"), ts(1, "noise"), ts(5, "ERROR beta failed")});
+  auto inc = h.of("two-step");
+  REQUIRE(inc.size() == 1);
+  CHECK(inc[0].severity == Severity::critical);
+  CHECK(inc[0].status == IncidentStatus::firing);
+  CHECK(inc[0].title == "A then B on gpu0");
+  CHECK(*find_field(inc[0].fields, "where") == "gpu0");
+  CHECK(inc[0].revision == 1);
+  CHECK(inc[0].evidence.size() >= 2);
+  CHECK(inc[0].first_seen == at(0));
+}
+
+TEST_CASE("out of order without tolerance does not fire", "[correlate]") {
+  Harness h(compile_yaml(kTwoStep));
+  h.lines({ts(0, "ERROR beta failed"), ts(1, "INFO alpha happened")});
+  CHECK(h.of("two-step").empty());
+}
+
+TEST_CASE("tolerance takes a slightly early line as in order", "[correlate]") {
+  std::string yaml = std::string(kTwoStep) + "tolerance: {lines: 3, time: 5s}\n";
+  SECTION("within tolerance") {
+    Harness h(compile_yaml(yaml));
+    h.lines({ts(0, "ERROR beta failed"), ts(1, "INFO alpha happened")});
+    CHECK(h.of("two-step").size() == 1);
+  }
+  SECTION("too many lines apart") {
+    Harness h(compile_yaml(yaml));
+    h.lines({ts(0, "ERROR beta failed"), ts(0, "x"), ts(0, "y"), ts(0, "z"), ts(0, "w"), ts(1, "INFO alpha happened")});
+    CHECK(h.of("two-step").empty());
+  }
+  SECTION("too far apart in time") {
+    Harness h(compile_yaml(yaml));
+    h.lines({ts(0, "ERROR beta failed"), ts(30, "INFO alpha happened")});
+    CHECK(h.of("two-step").empty());
+  }
+}
+
+TEST_CASE("a step window that passes expires the story", "[correlate]") {
+  Harness h(compile_yaml(kTwoStep));
+  h.lines({ts(0, "alpha happened"), ts(120, "beta failed")});
+  CHECK(h.of("two-step").empty());
+  h.lines({ts(130, "alpha happened"), ts(140, "beta failed")});
+  CHECK(h.of("two-step").size() == 1);
+}
+
+TEST_CASE("count within a window", "[correlate]") {
+  auto rules = compile_yaml(R"(
+id: bursts
+title: burst
+severity: warning
+events:
+  e: 'Failed to initialize the TMA descriptor (?P<code>\d+)'
+sequence:
+  - event: e
+    count: 3
+    within: 10s
+)");
+  SECTION("three inside the window") {
+    Harness h(rules);
+    h.lines({ts(0, "Error: Failed to initialize the TMA descriptor 715"), ts(2, "Error: Failed to initialize the TMA descriptor 715"),
+             ts(4, "Error: Failed to initialize the TMA descriptor 999")});
+    auto inc = h.of("bursts");
+    REQUIRE(inc.size() == 1);
+    CHECK(*find_field(inc[0].fields, "code") == "999");
+  }
+  SECTION("spread out") {
+    Harness h(rules);
+    h.lines({ts(0, "Error: Failed to initialize the TMA descriptor 715"), ts(20, "Error: Failed to initialize the TMA descriptor 715"),
+             ts(40, "Error: Failed to initialize the TMA descriptor 715")});
+    CHECK(h.of("bursts").empty());
+  }
+}
+
+TEST_CASE("absence fires when the awaited line never comes", "[correlate]") {
+  auto rules = compile_yaml(R"(
+id: never-ready
+title: server never became ready
+severity: warning
+events:
+  start: 'Starting server'
+  ready: 'Application startup complete'
+sequence:
+  - event: start
+  - absent: ready
+    for: 10m
+)");
+  SECTION("no ready line") {
+    Harness h(rules);
+    h.line(ts(0, "Starting server"));
+    h.pipeline.advance(at(300));
+    CHECK(h.of("never-ready").empty());
+    h.pipeline.advance(at(601));
+    auto inc = h.of("never-ready");
+    REQUIRE(inc.size() == 1);
+    CHECK(inc[0].last_seen == at(600));
+  }
+  SECTION("ready arrives") {
+    Harness h(rules);
+    h.lines({ts(0, "Starting server"), ts(200, "Application startup complete")});
+    h.pipeline.advance(at(1200));
+    CHECK(h.of("never-ready").empty());
+  }
+}
+
+TEST_CASE("reset_on clears partial progress", "[correlate]") {
+  std::string yaml = std::string(kTwoStep) + "reset_on: [restart]\n";
+  yaml.insert(yaml.find("sequence:"), "  restart: 'Server restarting'\n");
+  Harness h(compile_yaml(yaml));
+  h.lines({ts(0, "alpha happened"), ts(1, "Server restarting"), ts(2, "beta failed")});
+  CHECK(h.of("two-step").empty());
+}
+
+TEST_CASE("early warning escalates as a revision of the same incident", "[correlate]") {
+  Harness h(compile_yaml(R"(
+id: staged
+title: staged
+severity: critical
+events:
+  skip: 'Skipping tactic'
+  fatal: 'Assertion failed: boom'
+sequence:
+  - event: skip
+    optional: true
+    severity: warning
+  - event: fatal
+)"));
+  h.line(ts(0, "Skipping tactic 3"));
+  REQUIRE(h.emitted.size() == 1);
+  CHECK(h.emitted[0].severity == Severity::warning);
+  h.line(ts(5, "Assertion failed: boom"));
+  REQUIRE(h.emitted.size() == 2);
+  CHECK(h.emitted[1].severity == Severity::critical);
+  CHECK(h.emitted[1].id == h.emitted[0].id);
+  CHECK(h.emitted[1].revision == 2);
+  CHECK(h.emitted[1].count == 1);
+}
+
+TEST_CASE("repeats count on the open incident; a crash printing its error twice is one occurrence", "[correlate]") {
+  std::string yaml = std::string(kTwoStep) + "reset_on: [restart]\n";
+  yaml.insert(yaml.find("sequence:"), "  restart: 'Server restarting'\n");
+  Harness h(compile_yaml(yaml));
+  h.lines({ts(0, "alpha happened"), ts(1, "beta failed")});
+  h.lines({ts(2, "alpha happened"), ts(3, "beta failed")});  // same crash, printed again
+  REQUIRE(h.of("two-step").size() == 1);
+  h.lines({ts(100, "Server restarting"), ts(110, "alpha happened"), ts(115, "beta failed")});
+  auto inc = h.of("two-step");
+  REQUIRE(inc.size() == 2);
+  CHECK(inc[1].id == inc[0].id);
+  CHECK(inc[1].count == 2);
+  CHECK(inc[1].revision == 2);
+}
+
+TEST_CASE("an incident resolves after its quiet period or on resolve_on", "[correlate]") {
+  auto yaml = std::string(R"(
+id: flappy
+title: flappy
+severity: warning
+events:
+  bad: 'link down'
+  good: 'link up'
+sequence:
+  - bad
+lifetime: {quiet: 5m, resolve_on: [good]}
+)");
+  SECTION("quiet") {
+    Harness h(compile_yaml(yaml));
+    h.line(ts(0, "link down"));
+    h.pipeline.advance(at(200));
+    CHECK(h.emitted.size() == 1);
+    h.pipeline.advance(at(301));
+    REQUIRE(h.emitted.size() == 2);
+    CHECK(h.emitted[1].status == IncidentStatus::resolved);
+    CHECK(h.emitted[1].revision == 2);
+  }
+  SECTION("resolve_on") {
+    Harness h(compile_yaml(yaml));
+    h.lines({ts(0, "link down"), ts(10, "link up")});
+    REQUIRE(h.emitted.size() == 2);
+    CHECK(h.emitted[1].status == IncidentStatus::resolved);
+    h.line(ts(20, "link down"));
+    REQUIRE(h.emitted.size() == 3);
+    CHECK(h.emitted[2].id != h.emitted[0].id);  // a new incident after resolution
+  }
+}
+
+TEST_CASE("a captured field can separate state machines", "[correlate]") {
+  Harness h(compile_yaml(R"(
+id: per-rank
+title: rank {rank} stuck
+severity: warning
+key: [stream, field:rank]
+events:
+  a: 'rank (?P<rank>\d+) entered barrier'
+  b: 'rank (?P<rank>\d+) timed out'
+sequence: [a, b]
+)"));
+  h.lines({ts(0, "rank 1 entered barrier"), ts(1, "rank 2 timed out")});
+  CHECK(h.emitted.empty());
+  h.line(ts(2, "rank 1 timed out"));
+  REQUIRE(h.emitted.size() == 1);
+  CHECK(h.emitted[0].title == "rank 1 stuck");
+}
+
+TEST_CASE("a cascade incident points at the root cause on the same stream", "[correlate]") {
+  auto rules = compile_yaml(R"(
+rules:
+  - id: root
+    title: root
+    severity: critical
+    priority: 90
+    events: {e: 'Unsupported architecture'}
+  - id: engine-dead
+    title: engine dead
+    severity: critical
+    cascade: {window: 2m, hold: 10s}
+    events: {e: 'EngineDeadError'}
+)");
+  SECTION("root cause first") {
+    Harness h(rules);
+    h.lines({ts(0, "RuntimeError: Unsupported architecture"), ts(1, "vllm.v1.engine.exceptions.EngineDeadError: dead")});
+    h.pipeline.advance(at(20));
+    auto dead = h.of("engine-dead");
+    REQUIRE(dead.size() == 1);
+    REQUIRE(dead[0].caused_by);
+    CHECK(*dead[0].caused_by == h.of("root")[0].id);
+    CHECK(dead[0].caused_by_rule == "root");
+  }
+  SECTION("root cause printed just after the consequence") {
+    Harness h(rules);
+    h.lines({ts(0, "EngineDeadError: dead"), ts(2, "RuntimeError: Unsupported architecture")});
+    h.pipeline.advance(at(30));
+    auto dead = h.of("engine-dead");
+    REQUIRE(dead.size() == 1);
+    CHECK(dead[0].caused_by_rule == "root");
+  }
+  SECTION("no root cause: raised as what it is, after the hold") {
+    Harness h(rules);
+    h.line(ts(0, "EngineDeadError: dead"));
+    CHECK(h.of("engine-dead").empty());
+    h.pipeline.advance(at(11));
+    auto dead = h.of("engine-dead");
+    REQUIRE(dead.size() == 1);
+    CHECK_FALSE(dead[0].caused_by);
+  }
+  SECTION("a root cause on another stream does not explain it") {
+    Harness h(rules);
+    StreamIdentity other;
+    other.name = other.logical = "pod-b";
+    DecodeOptions o;
+    o.format = ContainerFormat::raw;
+    auto b = h.pipeline.add_stream(other, o);
+    h.pipeline.feed(b, ts(0, "RuntimeError: Unsupported architecture") + "\n", at(0));
+    h.line(ts(1, "EngineDeadError: dead"));
+    h.pipeline.advance(at(30));
+    auto dead = h.of("engine-dead");
+    REQUIRE(dead.size() == 1);
+    CHECK_FALSE(dead[0].caused_by);
+  }
+}
+
+TEST_CASE("same input gives the same incidents however it is cut", "[correlate]") {
+  auto rules = compile_yaml(std::string(kTwoStep) + "tolerance: {lines: 3, time: 5s}\n");
+  std::string log;
+  for (int i = 0; i < 200; ++i) log += ts(i, i % 50 == 7 ? "beta failed" : i % 50 == 8 ? "alpha happened at x" : "noise line " + std::to_string(i)) + "\n";
+  auto run = [&](std::size_t piece) {
+    std::vector<std::string> out;
+    Pipeline p(rules, [&](const Incident& i) { out.push_back(to_json(i)); });
+    StreamIdentity id;
+    id.name = id.logical = id.instance = "s";
+    DecodeOptions o;
+    o.format = ContainerFormat::raw;
+    auto s = p.add_stream(id, o);
+    for (std::size_t i = 0; i < log.size(); i += piece) {
+      p.feed(s, std::string_view(log).substr(i, piece), at(0));
+      if (piece < 64) p.drain();
+    }
+    p.finish(at(0));
+    return out;
+  };
+  auto whole = run(log.size());
+  REQUIRE(!whole.empty());
+  CHECK(run(1) == whole);
+  CHECK(run(17) == whole);
+  CHECK(run(4096) == whole);
+}
+
+TEST_CASE("in-flight state survives a checkpoint", "[correlate]") {
+  auto rules = compile_yaml(kTwoStep);
+  std::string state;
+  {
+    Harness h(rules);
+    h.line(ts(0, "alpha happened at gpu3"));
+    state = h.pipeline.correlator().save_state();
+  }
+  Harness h(rules);
+  std::string error;
+  REQUIRE(h.pipeline.correlator().load_state(state, &error));
+  h.line(ts(10, "beta failed"));
+  auto inc = h.of("two-step");
+  REQUIRE(inc.size() == 1);
+  CHECK(*find_field(inc[0].fields, "where") == "gpu3");
+  CHECK_FALSE(h.pipeline.correlator().load_state("{not json", &error));
+  CHECK(!error.empty());
+}
+
+TEST_CASE("ids are deterministic for the same lines", "[correlate]") {
+  auto rules = compile_yaml(kTwoStep);
+  Harness a(rules), b(rules);
+  for (auto* h : {&a, &b}) h->lines({ts(0, "alpha happened"), ts(5, "beta failed")});
+  REQUIRE(a.emitted.size() == 1);
+  CHECK(a.emitted[0].id == b.emitted[0].id);
+  Harness c(rules, "pod-other");
+  c.lines({ts(0, "alpha happened"), ts(5, "beta failed")});
+  CHECK(c.emitted[0].id != a.emitted[0].id);
+}
+
+TEST_CASE("a new instance starts a new story but keeps the incident", "[correlate]") {
+  Harness h(compile_yaml(kTwoStep));
+  h.line(ts(0, "alpha happened"));
+  h.pipeline.new_instance(h.stream, "pod-a#1");
+  h.line(ts(5, "beta failed"));
+  CHECK(h.emitted.empty());
+  h.lines({ts(10, "alpha happened"), ts(12, "beta failed")});
+  REQUIRE(h.emitted.size() == 1);
+  h.pipeline.new_instance(h.stream, "pod-a#2");
+  h.lines({ts(20, "alpha happened"), ts(22, "beta failed")});
+  REQUIRE(h.emitted.size() == 2);
+  CHECK(h.emitted[1].id == h.emitted[0].id);
+  CHECK(h.emitted[1].count == 2);
+}

@@ -1,0 +1,158 @@
+// The matcher: one database, hits mapped to records, level filters, RE2 captures, no match across lines,
+// every bad pattern reported, binary input, the compiled-database cache.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "faultline/match.hpp"
+#include "support.hpp"
+
+using namespace faultline;
+using namespace faultline::testing;
+
+namespace {
+
+RecordBatch batch_of(const std::vector<std::pair<std::string, Level>>& lines) {
+  RecordBatch b;
+  std::uint64_t n = 0;
+  for (const auto& [text, level] : lines) {
+    RecordMeta m;
+    m.line = ++n;
+    m.level = level;
+    b.append(m, text);
+  }
+  return b;
+}
+
+const char* kRules = R"(
+rules:
+  - id: fmha
+    title: t
+    severity: critical
+    events:
+      e: "TllmGenFmhaRunner' at [^ ]*fmhaRunner\\.cuh:(?P<line>\\d+): Unsupported architecture"
+  - id: leveled
+    title: t
+    severity: warning
+    events:
+      e: {regex: 'disk almost full', level: [warning]}
+  - id: spaced
+    title: t
+    severity: info
+    events:
+      e: 'first\s+second'
+)";
+
+}  // namespace
+
+TEST_CASE("hits map to their records with captures", "[match]") {
+  auto rules = compile_yaml(kRules);
+  Scanner scanner(rules);
+  auto batch = batch_of({{"noise", Level::info},
+                         {"RuntimeError: Error in function 'TllmGenFmhaRunner' at /x/y/fmhaRunner.cuh:37: Unsupported architecture", Level::unknown},
+                         {"more noise", Level::info}});
+  std::vector<Hit> hits;
+  scanner.scan(batch, hits);
+  REQUIRE(hits.size() == 1);
+  CHECK(hits[0].record == 1);
+  CHECK(rules->rule(hits[0].event.rule).id == "fmha");
+  CHECK(*find_field(hits[0].fields, "line") == "37");
+}
+
+TEST_CASE("a level restriction filters hits", "[match]") {
+  Scanner scanner(compile_yaml(kRules));
+  auto batch = batch_of({{"disk almost full", Level::info}, {"disk almost full", Level::warning}});
+  std::vector<Hit> hits;
+  scanner.scan(batch, hits);
+  REQUIRE(hits.size() == 1);
+  CHECK(hits[0].record == 1);
+}
+
+TEST_CASE("a match never spans two lines", "[match]") {
+  Scanner scanner(compile_yaml(kRules));
+  auto batch = batch_of({{"ends with first", Level::info}, {"second begins", Level::info}, {"first   second", Level::info}});
+  std::vector<Hit> hits;
+  scanner.scan(batch, hits);
+  REQUIRE(hits.size() == 1);
+  CHECK(hits[0].record == 2);
+}
+
+TEST_CASE("one hit per record and event, in record order", "[match]") {
+  Scanner scanner(compile_yaml(kRules));
+  auto batch = batch_of({{"first second first second", Level::info}, {"x", Level::info}, {"first second", Level::info}});
+  std::vector<Hit> hits;
+  scanner.scan(batch, hits);
+  REQUIRE(hits.size() == 2);
+  CHECK(hits[0].record == 0);
+  CHECK(hits[1].record == 2);
+}
+
+TEST_CASE("binary and invalid UTF-8 do not break matching or captures", "[match]") {
+  Scanner scanner(compile_yaml(R"(
+id: bin
+title: t
+severity: info
+events:
+  e: 'code=(?P<code>[^ ]+) end'
+)"));
+  std::string garbage = std::string("\x00\xff\xfe\xc3", 4) + "code=\xe9\xff\x80 end";
+  RecordBatch b;
+  b.append(RecordMeta{}, garbage);
+  std::vector<Hit> hits;
+  scanner.scan(b, hits);
+  REQUIRE(hits.size() == 1);
+  CHECK(*find_field(hits[0].fields, "code") == "\xe9\xff\x80");
+}
+
+TEST_CASE("every bad pattern is reported with its position", "[match]") {
+  auto loaded = load_rules_from_string(R"(
+rules:
+  - id: ok
+    title: t
+    severity: info
+    events: {e: 'fine'}
+  - id: empty-match
+    title: t
+    severity: info
+    events:
+      e: 'a*'
+  - id: lookahead
+    title: t
+    severity: info
+    events:
+      e: 'a(?=b)'
+)", "bad.yaml");
+  REQUIRE(loaded.ok());
+  auto result = compile_rules(std::move(loaded.rules));
+  CHECK_FALSE(result.rules);
+  std::string all;
+  for (const auto& d : result.diagnostics) all += d.str() + "\n";
+  INFO(all);
+  CHECK(all.find("bad.yaml:11:10: error: rule 'empty-match', event 'e': Hyperscan cannot compile pattern 'a*'") != std::string::npos);
+  CHECK(all.find("bad.yaml:16:10: error: rule 'lookahead'") != std::string::npos);
+}
+
+TEST_CASE("a compiled database is cached and reused", "[match]") {
+  auto dir = std::filesystem::temp_directory_path() / ("faultline-cache-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  auto load = [] { return load_rules_from_string(kRules, "r.yaml").rules; };
+  auto first = compile_rules(load(), CompileOptions{dir.string()});
+  REQUIRE(first.rules);
+  CHECK_FALSE(first.info.from_cache);
+  auto second = compile_rules(load(), CompileOptions{dir.string()});
+  REQUIRE(second.rules);
+  CHECK(second.info.from_cache);
+  // The cached database scans like the fresh one.
+  Scanner scanner(second.rules);
+  auto batch = batch_of({{"first second", Level::info}});
+  std::vector<Hit> hits;
+  scanner.scan(batch, hits);
+  CHECK(hits.size() == 1);
+  // A corrupt cache file is ignored.
+  for (auto& f : std::filesystem::directory_iterator(dir)) std::ofstream(f.path()) << "garbage";
+  auto third = compile_rules(load(), CompileOptions{dir.string()});
+  REQUIRE(third.rules);
+  CHECK_FALSE(third.info.from_cache);
+  std::filesystem::remove_all(dir);
+}
