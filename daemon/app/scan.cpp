@@ -54,6 +54,11 @@ std::shared_ptr<const CompiledRules> load_and_compile(const std::vector<std::str
   print_diagnostics(loaded.diagnostics);
   std::size_t n = 0;
   for (const auto& d : loaded.diagnostics) n += d.kind == Diagnostic::Kind::error;
+  if (loaded.rules.rules.empty() && n > 0) {
+    if (errors) *errors = n;
+    return nullptr;
+  }
+  // Patterns of the rules that loaded are compiled too, so one run reports every problem.
   CompileResult compiled = compile_rules(std::move(loaded.rules), CompileOptions{cache});
   print_diagnostics(compiled.diagnostics);
   for (const auto& d : compiled.diagnostics) n += d.kind == Diagnostic::Kind::error;

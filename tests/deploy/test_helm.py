@@ -60,11 +60,11 @@ HELMRENDER = helmrender_path()
 
 
 class Render:
-    def __init__(self, *args, name="fl", namespace="faultline-system", kube="v1.30.0", strict=True):
+    def __init__(self, *args, name="fl", namespace="faultline-system", kube="v1.30.0", strict=True, chart=CHART_DIR):
         cmd = [HELMRENDER, "--name", name, "--namespace", namespace, "--kube-version", kube]
         if strict:
             cmd.append("--strict")
-        cmd += list(args) + [CHART_DIR]
+        cmd += list(args) + [chart]
         self.cmd = cmd
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.rc, self.out, self.err = p.returncode, p.stdout, p.stderr
@@ -514,6 +514,35 @@ def t_port_and_names(cases):
     cases.run("port flows to containers, config and Service; names stay within 63", port)
 
 
+def t_parent_chart(cases):
+    """The sidecar used from another chart that depends on faultline (README's parent usage)."""
+    chart = os.path.join(FIXTURES, "parent-chart")
+    r = Render(chart=chart, name="rel")
+    cases.run("a parent chart including faultline.sidecar renders valid objects", r.ok)
+    if r.rc != 0:
+        return
+
+    def parent():
+        dep = r.one("Deployment", "-sglang")
+        spec = pod_spec(dep)
+        side = container(spec, "faultline", init=True)
+        assert side["restartPolicy"] == "Always"
+        assert side["image"] == "ghcr.io/faultline/faultline:0.1.0", side["image"]
+        assert env_of(side, "FAULTLINE_CONTAINER")["value"] == "sglang"
+        assert mount_of(side, "server-logs")["readOnly"] is True
+        names = {d["metadata"]["name"] for d in r.all("ConfigMap")}
+        for v in spec["volumes"]:
+            if "configMap" in v:
+                assert v["configMap"]["name"] in names, "%s not rendered by the subchart" % v["configMap"]["name"]
+        assert not r.all("DaemonSet"), "agent.enabled=false in the parent's values"
+        cfg = config_of(r, side, spec)
+        check_rule_mounts(r, side, spec, cfg)
+        off = Render("--set", "faultline.enabled=false", chart=chart, name="rel").ok()
+        assert [d["kind"] for d in off.docs] == ["Deployment"], [d["kind"] for d in off.docs]
+        assert "initContainers" not in pod_spec(off.docs[0])
+    cases.run("parent chart: sidecar, subchart ConfigMaps, condition faultline.enabled", parent)
+
+
 def t_failures(cases):
     def fails(args, text, kube="v1.30.0"):
         r = Render(*args, kube=kube)
@@ -645,6 +674,7 @@ def main():
     t_kmsg(cases)
     t_sidecar_only(cases)
     t_port_and_names(cases)
+    t_parent_chart(cases)
     t_failures(cases)
     cases.finish()
 

@@ -4,8 +4,8 @@
 // for reading values (so numbers from values files are float64, as in helm), gobwas/glob
 // for .Files.Glob, helm's coalescing of values and a port of its --set parser.
 //
-// Subcharts: unpacked directories (or links) under charts/, with Chart.yaml dependencies'
-// alias and condition, values coalesced under their key, globals. Not implemented (the
+// Subcharts: unpacked directories (or links) under charts/, with the alias and condition
+// of Chart.yaml dependencies, values coalesced under their key, globals. Not implemented (the
 // faultline chart does not use them): packaged .tgz subcharts, library charts, import-values,
 // tags, values.schema.json validation, toToml, lookup against a cluster (it
 // returns an empty map, as `helm template` does), post-renderers, hooks ordering.

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""`faultline scan`, `check` and `test` as a user runs them: the real binary on real files."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+BIN = os.environ.get("FAULTLINE_BIN", "build/faultline")
+SRC = os.environ.get("FAULTLINE_SOURCE_DIR", ".")
+CORPUS = os.path.join(SRC, "tests", "corpus", "real")
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def run(*args, stdin=None, timeout=120):
+    return subprocess.run([BIN, *args], input=stdin, capture_output=True, timeout=timeout)
+
+
+def incidents(*args, stdin=None):
+    p = run("scan", "--json", *args, stdin=stdin)
+    out = [json.loads(line) for line in p.stdout.decode().splitlines() if line.strip()]
+    latest = {}
+    for inc in out:
+        latest[inc["id"]] = inc
+    return p.returncode, list(latest.values()), p
+
+
+def corpus(name):
+    return os.path.join(CORPUS, name)
+
+
+# The seed excerpts verbatim, through stdin.
+seed_fmha = (
+    "RuntimeError: Error in function 'TllmGenFmhaRunner' at /usr/local/lib/python3.12/dist-packages/flashinfer/data/"
+    "include/flashinfer/trtllm/fmha/fmhaRunner.cuh:37: Unsupported architecture\n"
+    "Model init total -- 21.36s\n"
+    "[TRT-LLM] [W] [quantize] Inline 'config.json.quantization_config' diverges from 'hf_quant_config.json'\n"
+)
+rc, incs, _ = incidents("-", stdin=seed_fmha.encode())
+check(rc == 1, "seed 1 excerpt: exit status 1 (incidents found)")
+check([i["rule"] for i in incs] == ["flashinfer-fmha-unsupported-arch"], "seed 1 excerpt raises the FMHA fingerprint")
+check(bool(incs) and incs[0]["severity"] == "critical", "seed 1 excerpt is critical")
+check(bool(incs) and incs[0]["fields"].get("phase") == "after model init", "seed 1 excerpt: phase after model init (line printed after the error)")
+
+seed_moe = (
+    "Error: Failed to initialize the TMA descriptor 715\n" * 3
+    + "[TensorRT-LLM][ERROR] Assertion failed: Failed to initialize cutlass TMA WS grouped gemm. Error: Error Internal\n"
+)
+rc, incs, _ = incidents("-", stdin=seed_moe.encode())
+check([i["rule"] for i in incs] == ["flashinfer-moe-tma-grouped-gemm"], "seed 2 excerpt raises the MoE TMA fingerprint")
+
+rc, incs, _ = incidents("-", stdin=b"Error: Failed to initialize the TMA descriptor 715\n" * 5)
+check(all(i["rule"] != "flashinfer-moe-tma-grouped-gemm" for i in incs), "a lone TMA descriptor error is not the MoE fingerprint")
+
+# Real excerpts from public reports.
+for name in ("fmha_unsupported_arch__mini-sglang-129.log", "fmha_unsupported_arch__hydralisk-dsv4-live-smoke.log",
+             "fmha_unsupported_arch__hydralisk-sm120-repro.log", "fmha_unsupported_arch__trtllm-320.log"):
+    rc, incs, _ = incidents(corpus(name))
+    check("flashinfer-fmha-unsupported-arch" in [i["rule"] for i in incs], f"corpus {name}: FMHA fingerprint")
+rc, incs, _ = incidents(corpus("cutlass_moe_tma__flashinfer-2077.log"))
+moe = [i for i in incs if i["rule"] == "flashinfer-moe-tma-grouped-gemm"]
+check(len(moe) == 1 and moe[0]["severity"] == "warning", "corpus flashinfer-2077: MoE TMA early warning (autotuner skipped the tactic)")
+rc, incs, p = incidents(corpus("healthy_startup__johnpfeiffer-b300-gemma4.log"))
+check(rc == 0 and incs == [], "healthy start-up raises nothing (exit 0)")
+for name in ("deepgemm_unsupported_arch__deepgemm-236.log", "tma_descriptor_generic__sglang-4382.log"):
+    rc, incs, _ = incidents(corpus(name))
+    seeds = {"flashinfer-fmha-unsupported-arch", "flashinfer-moe-tma-grouped-gemm"}
+    check(not seeds & {i["rule"] for i in incs}, f"corpus {name}: not a seed fingerprint")
+
+# CRI- and docker-wrapped copies of the seed are recognised the same way.
+cri = "".join(f"2026-11-29T10:08:0{n}.123456789Z stderr F {line}\n" for n, line in enumerate(seed_fmha.splitlines()))
+rc, incs, _ = incidents("-", stdin=cri.encode())
+check([i["rule"] for i in incs] == ["flashinfer-fmha-unsupported-arch"], "CRI-wrapped seed 1")
+check(bool(incs) and incs[0]["first_seen"].startswith("2026-11-29T10:08:00"), "CRI wrapper time is the event time")
+docker = "".join(json.dumps({"log": line + "\n", "stream": "stderr", "time": "2026-11-29T10:08:01.5Z"}) + "\n"
+                 for line in seed_fmha.splitlines())
+rc, incs, _ = incidents("-", stdin=docker.encode())
+check([i["rule"] for i in incs] == ["flashinfer-fmha-unsupported-arch"], "docker-json-wrapped seed 1")
+
+# Human output: title, where, evidence, remediation.
+p = run("scan", corpus("fmha_unsupported_arch__mini-sglang-129.log"))
+text = p.stdout.decode()
+check(p.returncode == 1 and "FlashInfer FMHA has no kernel" in text and "remediation:" in text and "evidence:" in text,
+      "human output shows title, evidence and remediation")
+
+# --explain shows hits and state changes.
+p = run("scan", "--explain", "-", stdin=seed_fmha.encode())
+check(b"explain: line 1" in p.stdout and b"sequence complete" in p.stdout, "--explain traces hits and steps")
+
+with tempfile.TemporaryDirectory() as tmp:
+    # Binary garbage and a 50 MB line without newline: counted, never a crash.
+    junk = os.path.join(tmp, "junk.log")
+    with open(junk, "wb") as f:
+        f.write(os.urandom(2_000_000))
+        f.write(b"\n" + b"A" * 50_000_000)
+        f.write(b"\n" + seed_fmha.encode())
+    rc, incs, p = incidents(junk)
+    check(rc in (0, 1), f"binary and 50 MB line: no crash (exit {rc})")
+    check(b"truncated" in p.stderr, "the over-long line is reported as truncated")
+    check("flashinfer-fmha-unsupported-arch" in [i["rule"] for i in incs], "lines after the garbage still match")
+    check(all(json.dumps(i).encode("utf-8") for i in incs), "JSON output stays valid UTF-8")
+
+    # A broken rule file: every error with its position, exit status 2 for scan, 1 for check.
+    bad = os.path.join(tmp, "bad.yaml")
+    with open(bad, "w") as f:
+        f.write("id: Not_Kebab\ntitle: t\nseverity: sometimes\nevents:\n  a: 'x'\n  b: 'a*'\n"
+                "sequence:\n  - event: a\n    within: later\n  - event: c\n")
+    p = run("check", bad)
+    err = p.stderr.decode()
+    print(err)
+    check(p.returncode == 1, "check exits non-zero on errors")
+    check(f"{bad}:1:5: error:" in err, "error position for the id (1-based)")
+    check(f"{bad}:3:11: error:" in err, "error position for the severity")
+    check(f"{bad}:9:13: error:" in err, "error position for the duration")
+    check(f"{bad}:10:5: error:" in err and "unknown event 'c'" in err, "unknown event named")
+    p = run("scan", "--rules", bad, "-", stdin=b"x\n")
+    check(p.returncode == 2, "scan with a broken rule file exits 2")
+    hs_bad = os.path.join(tmp, "hs.yaml")
+    with open(hs_bad, "w") as f:
+        f.write("id: hs-bad\ntitle: t\nseverity: info\nevents:\n  a: 'a*'\n  b: 'fine'\nsequence: [a, b]\n")
+    p = run("check", hs_bad)
+    check(p.returncode == 1 and f"{hs_bad}:5:6: error: rule 'hs-bad', event 'a': Hyperscan cannot compile" in p.stderr.decode(),
+          "a pattern Hyperscan rejects is named with rule, event and position")
+
+p = run("check", os.path.join(SRC, "rules"))
+check(p.returncode == 0 and p.stdout.startswith(b"ok:"), "the shipped catalog checks clean")
+p = run("version")
+check(p.returncode == 0 and p.stdout.startswith(b"faultline "), "version")
+
+print(f"{len(failures)} failed" if failures else "all passed")
+sys.exit(1 if failures else 0)
