@@ -805,6 +805,7 @@ def generate(args) -> dict:
     inject = args.inject
     lines_target = args.lines
     frng = random.Random(rng.getrandbits(64))
+    kind_queue: list[str] = []
     rnd = rng.random
     choices = rng.choices
     idx_range = range(len(kinds))
@@ -842,7 +843,10 @@ def generate(args) -> dict:
                 ts_sec = dt.datetime.fromtimestamp(epoch0 + sec, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
 
             if inject and rnd() < inject:
-                kind = kinds_enabled[int(frng.random() * len(kinds_enabled))]
+                if not kind_queue:  # every kind once per cycle, in a seeded random order
+                    kind_queue = list(kinds_enabled)
+                    frng.shuffle(kind_queue)
+                kind = kind_queue.pop()
                 seq, key = FAILURES[kind](frng, P)
                 first = phys + 1
                 key_phys = key_rec = 0

@@ -8,10 +8,14 @@
 //   split      memchr line splitting only, no scanning (the floor of any per-line loop)
 //   buffered   hs_scan over ~1 MiB buffers cut at newline boundaries; a match is mapped to the line
 //              holding its last byte (end offset - 1) and deduplicated per (pattern, line)
+//   verify     buffered, then each line holding a match end is scanned again on its own (per-line
+//              semantics at buffered cost: counts come only from the line re-scans; see below)
 //   perline    hs_scan once per line (the line without its '\n'; empty lines are skipped)
 //   stream     streaming-mode database, file fed in fixed chunks cut anywhere (no newline alignment)
 //   som        like buffered, compiled with HS_FLAG_SOM_LEFTMOST; a match whose [from, to) contains a
-//              '\n' is dropped (counted as "crossing") -- the price of proving start and end share a line
+//              '\n' is dropped (counted as "crossing") -- the price of proving start and end share a line.
+//              Not in the default set: SOM makes many bounded-gap patterns "too large" (those are then
+//              compiled without SOM), and finding them costs about a second of compile time each.
 //
 // All databases use HS_FLAG_MULTILINE (so ^ and $ are per line) and report every match (no
 // HS_FLAG_SINGLEMATCH, no HS_FLAG_ALLOWEMPTY: an expression that can match empty is rejected).
@@ -20,11 +24,17 @@
 // across a newline in a multi-line buffer; end-offset mapping then attributes the match to the line of
 // its last byte, which per-line scanning would not report. Rules avoid it by using [^\n] / '.' gaps;
 // the `som` strategy detects it at a cost, and hs_limit prints any per-pattern count that differs
-// between strategies.
+// between strategies. `verify` removes it exactly: every match that lies within one line also ends in
+// that line, and the buffered scan reports every end offset, so the lines holding a match end are a
+// superset of the per-line hits; re-scanning just those lines alone gives per-line counts.
+//
+// Times: wall clock (steady_clock) and this thread's CPU time (CLOCK_THREAD_CPUTIME_ID); on a shared,
+// busy machine the CPU-time figure is the steadier one.
 //
 // Usage: hs_limit [options] PATTERNS FILE     (see --help)
 
 #include <hs.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -65,6 +75,11 @@ using Stream = std::unique_ptr<hs_stream_t, StreamDeleter>;
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 [[noreturn]] void die(const std::string& msg, int code = 2) {
@@ -230,6 +245,8 @@ struct Counter {
   uint64_t crossing = 0;           // som: matches dropped because [from, to) spans a newline
   size_t cur_line_end = 0;         // perline: the current line
   const std::vector<unsigned>* som_flags = nullptr;  // som: per-pattern flags (0 = compiled without SOM)
+  std::vector<std::pair<size_t, size_t>> cands;      // verify: [start, end) of lines holding a match end
+  size_t cand_start = SIZE_MAX, cand_end = SIZE_MAX;
 
   Counter(const Input& in, size_t npat)
       : data(in.data.data()), size(in.data.size()), line_start(npat, SIZE_MAX), line_end(npat, SIZE_MAX),
@@ -269,6 +286,19 @@ int on_match_offset(unsigned id, unsigned long long /*from*/, unsigned long long
   return 0;
 }
 
+int on_match_candidate(unsigned /*id*/, unsigned long long /*from*/, unsigned long long to, unsigned /*flags*/,
+                       void* ctx) {
+  auto* c = static_cast<Counter*>(ctx);
+  ++c->matches;
+  if (to == 0) return 0;
+  size_t last = c->base + static_cast<size_t>(to) - 1;
+  if (last >= c->cand_start && last <= c->cand_end) return 0;
+  c->cand_start = c->start_of_line(last);
+  c->cand_end = c->end_of_line(last);
+  c->cands.emplace_back(c->cand_start, c->cand_end);
+  return 0;
+}
+
 int on_match_som(unsigned id, unsigned long long from, unsigned long long to, unsigned /*flags*/, void* ctx) {
   auto* c = static_cast<Counter*>(ctx);
   ++c->matches;
@@ -298,8 +328,10 @@ int on_match_perline(unsigned id, unsigned long long /*from*/, unsigned long lon
 
 struct Result {
   std::string name;
-  double seconds = 0;
-  uint64_t calls = 0;  // hs_scan / hs_scan_stream calls
+  double seconds = 0;      // wall
+  double cpu_seconds = 0;  // this thread's CPU time
+  uint64_t calls = 0;      // hs_scan / hs_scan_stream calls
+  uint64_t rescans = 0;    // verify: lines scanned again
   uint64_t matches = 0;
   uint64_t line_hits = 0;  // (pattern, line) pairs
   uint64_t crossing = 0;
@@ -307,6 +339,15 @@ struct Result {
   std::vector<std::pair<size_t, unsigned>> hits;
   bool ran = false;
   std::string skipped;
+};
+
+struct Timer {
+  Clock::time_point wall0 = Clock::now();
+  double cpu0 = thread_cpu_seconds();
+  void stop(Result& r) const {
+    r.seconds = seconds_since(wall0);
+    r.cpu_seconds = thread_cpu_seconds() - cpu0;
+  }
 };
 
 // Cut [pos, n) at the last '\n' within `buf` bytes (or, for a longer line, at the line's end).
@@ -324,7 +365,7 @@ size_t next_cut(const std::string& d, size_t pos, size_t buf) {
 Result run_split(const Input& in) {
   Result r;
   r.name = "split";
-  auto t0 = Clock::now();
+  Timer t;
   const char* p = in.data.data();
   const char* end = p + in.data.size();
   uint64_t nonempty = 0;
@@ -334,32 +375,46 @@ Result run_split(const Input& in) {
     nonempty += (le != p);
     p = le + 1;
   }
-  r.seconds = seconds_since(t0);
+  t.stop(r);
   r.calls = nonempty;  // keeps the loop from being optimised away
   r.ran = true;
   return r;
 }
 
+// som_flags: the som strategy; verify: re-scan candidate lines alone after each buffer.
 Result run_buffered(const std::string& name, const Input& in, const hs_database_t* db, hs_scratch_t* scratch,
-                    size_t npat, size_t buf, const std::vector<unsigned>* som_flags) {
+                    size_t npat, size_t buf, const std::vector<unsigned>* som_flags, bool verify) {
   Result r;
   r.name = name;
   Counter c(in, npat);
   c.som_flags = som_flags;
   const bool som = som_flags != nullptr;
-  auto cb = som ? on_match_som : on_match_offset;
-  auto t0 = Clock::now();
+  auto cb = verify ? on_match_candidate : som ? on_match_som : on_match_offset;
+  const char* data = in.data.data();
+  Timer t;
   size_t pos = 0;
   const size_t n = in.data.size();
   while (pos < n) {
     size_t cut = next_cut(in.data, pos, buf);
     c.base = pos;
-    if (hs_scan(db, in.data.data() + pos, static_cast<unsigned>(cut - pos), 0, scratch, cb, &c) != HS_SUCCESS)
+    if (hs_scan(db, data + pos, static_cast<unsigned>(cut - pos), 0, scratch, cb, &c) != HS_SUCCESS)
       die("hs_scan failed");
     ++r.calls;
+    if (verify && !c.cands.empty()) {
+      std::sort(c.cands.begin(), c.cands.end());
+      c.cands.erase(std::unique(c.cands.begin(), c.cands.end()), c.cands.end());
+      for (const auto& [ls, le] : c.cands) {
+        if (le == ls) continue;
+        c.cur_line_end = le;
+        if (hs_scan(db, data + ls, static_cast<unsigned>(le - ls), 0, scratch, on_match_perline, &c) != HS_SUCCESS)
+          die("hs_scan failed");
+        ++r.rescans;
+      }
+      c.cands.clear();
+    }
     pos = cut;
   }
-  r.seconds = seconds_since(t0);
+  t.stop(r);
   r.matches = c.matches;
   r.crossing = c.crossing;
   r.lines = std::move(c.lines);
@@ -372,7 +427,7 @@ Result run_perline(const Input& in, const hs_database_t* db, hs_scratch_t* scrat
   Result r;
   r.name = "perline";
   Counter c(in, npat);
-  auto t0 = Clock::now();
+  Timer t;
   const char* base = in.data.data();
   size_t pos = 0;
   const size_t n = in.data.size();
@@ -387,7 +442,7 @@ Result run_perline(const Input& in, const hs_database_t* db, hs_scratch_t* scrat
     }
     pos = le + 1;
   }
-  r.seconds = seconds_since(t0);
+  t.stop(r);
   r.matches = c.matches;
   r.lines = std::move(c.lines);
   r.hits = std::move(c.hits);
@@ -400,7 +455,7 @@ Result run_stream(const Input& in, const hs_database_t* db, hs_scratch_t* scratc
   r.name = "stream";
   Counter c(in, npat);
   c.base = 0;  // stream offsets are absolute
-  auto t0 = Clock::now();
+  Timer t;
   hs_stream_t* raw = nullptr;
   if (hs_open_stream(db, 0, &raw) != HS_SUCCESS) die("hs_open_stream failed");
   Stream stream(raw);
@@ -413,7 +468,7 @@ Result run_stream(const Input& in, const hs_database_t* db, hs_scratch_t* scratc
     ++r.calls;
   }
   if (hs_close_stream(stream.release(), scratch, on_match_offset, &c) != HS_SUCCESS) die("hs_close_stream failed");
-  r.seconds = seconds_since(t0);
+  t.stop(r);
   r.matches = c.matches;
   r.lines = std::move(c.lines);
   r.hits = std::move(c.hits);
@@ -449,8 +504,8 @@ std::string json_escape(std::string_view s) {
 void usage(FILE* f) {
   std::fprintf(f,
                "usage: hs_limit [options] PATTERNS FILE\n"
-               "  --strategies LIST  comma list of split,buffered,perline,stream,som\n"
-               "                     (default split,buffered,perline,stream,som)\n"
+               "  --strategies LIST  comma list of split,buffered,verify,perline,stream,som\n"
+               "                     (default split,buffered,verify,perline,stream)\n"
                "  --buf-size N       buffered/som buffer and stream chunk size in bytes (default 1048576)\n"
                "  --reps N           run each strategy N times, report the median time (default 1)\n"
                "  --counts           print per-pattern matching-line counts (TSV: id, lines, pattern)\n"
@@ -458,16 +513,18 @@ void usage(FILE* f) {
                "  --json             machine-readable report on stdout (includes counts with --counts)\n"
                "  --strict           exit 3 if strategies disagree on any per-pattern count\n"
                "  -v, --verbose      list the patterns compiled without SOM in the som strategy\n"
+               "  --compile-only     compile the databases the strategies need, report, do not scan\n"
+               "                     (FILE is still required but not read)\n"
                "The reference strategy is perline when it ran, else the first scanning strategy.\n");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> strategies{"split", "buffered", "perline", "stream", "som"};
+  std::vector<std::string> strategies{"split", "buffered", "verify", "perline", "stream"};
   size_t buf = 1 << 20;
   int reps = 1;
-  bool want_counts = false, json = false, strict = false, verbose = false;
+  bool want_counts = false, json = false, strict = false, verbose = false, compile_only = false;
   std::string hits_path;
   std::vector<std::string> pos_args;
   for (int i = 1; i < argc; ++i) {
@@ -481,7 +538,7 @@ int main(int argc, char** argv) {
       std::stringstream ss(need("--strategies"));
       std::string s;
       while (std::getline(ss, s, ',')) {
-        if (s != "split" && s != "buffered" && s != "perline" && s != "stream" && s != "som")
+        if (s != "split" && s != "buffered" && s != "verify" && s != "perline" && s != "stream" && s != "som")
           die("unknown strategy " + s);
         strategies.push_back(s);
       }
@@ -498,6 +555,8 @@ int main(int argc, char** argv) {
       json = true;
     } else if (a == "--strict") {
       strict = true;
+    } else if (a == "--compile-only") {
+      compile_only = true;
     } else if (a == "-v" || a == "--verbose") {
       verbose = true;
     } else if (a == "-h" || a == "--help") {
@@ -524,7 +583,7 @@ int main(int argc, char** argv) {
   // Compile what the chosen strategies need.
   Compiled block, stream_db, som_db;
   Scratch block_scratch, stream_scratch, som_scratch;
-  if (has("buffered") || has("perline")) {
+  if (has("buffered") || has("verify") || has("perline")) {
     block = compile(pats, pattern_file, {}, HS_MODE_BLOCK);
     if (!block.error.empty()) die(block.error);  // the base case must compile
     block_scratch = alloc_scratch(block.db.get());
@@ -541,7 +600,7 @@ int main(int argc, char** argv) {
   if (block_scratch) hs_scratch_size(block_scratch.get(), &scratch_bytes);
 
   auto t_load = Clock::now();
-  Input in = load_input(input_file);
+  Input in = compile_only ? Input{} : load_input(input_file);
   double load_seconds = seconds_since(t_load);
 
   std::vector<Result> results;
@@ -552,7 +611,9 @@ int main(int argc, char** argv) {
     if (s == "split") {
       r = run_split(in);
     } else if (s == "buffered") {
-      r = run_buffered("buffered", in, block.db.get(), block_scratch.get(), npat, buf, nullptr);
+      r = run_buffered("buffered", in, block.db.get(), block_scratch.get(), npat, buf, nullptr, false);
+    } else if (s == "verify") {
+      r = run_buffered("verify", in, block.db.get(), block_scratch.get(), npat, buf, nullptr, true);
     } else if (s == "perline") {
       r = run_perline(in, block.db.get(), block_scratch.get(), npat);
     } else if (s == "stream") {
@@ -567,13 +628,13 @@ int main(int argc, char** argv) {
         r.name = s;
         r.skipped = som_db.error;
       } else {
-        r = run_buffered("som", in, som_db.db.get(), som_scratch.get(), npat, buf, &som_db.extra);
+        r = run_buffered("som", in, som_db.db.get(), som_scratch.get(), npat, buf, &som_db.extra, false);
       }
     }
     return r;
   };
   std::vector<std::vector<Result>> runs(strategies.size());
-  for (int k = 0; k < reps; ++k) {
+  for (int k = 0; k < (compile_only ? 0 : reps); ++k) {
     for (size_t j = 0; j < strategies.size(); ++j) {
       if (k > 0 && !runs[j].back().ran) continue;  // skipped strategy: once is enough
       runs[j].push_back(run_one(strategies[j]));
@@ -581,6 +642,7 @@ int main(int argc, char** argv) {
   }
   std::vector<std::pair<double, double>> spread;  // (min, max) seconds per strategy
   for (auto& rs : runs) {
+    if (rs.empty()) continue;
     std::sort(rs.begin(), rs.end(), [](const Result& a, const Result& b) { return a.seconds < b.seconds; });
     spread.emplace_back(rs.front().seconds, rs.back().seconds);
     results.push_back(std::move(rs[rs.size() / 2]));
@@ -653,11 +715,13 @@ int main(int argc, char** argv) {
     for (size_t k = 0; k < results.size(); ++k) {
       const auto& r = results[k];
       std::printf("%s{\"name\":\"%s\",\"ran\":%s,\"skipped\":\"%s\",\"seconds\":%.6f,\"min_seconds\":%.6f,"
-                  "\"max_seconds\":%.6f,\"mb_per_s\":%.3f,"
+                  "\"max_seconds\":%.6f,\"cpu_seconds\":%.6f,\"mb_per_s\":%.3f,\"cpu_mb_per_s\":%.3f,\"rescans\":%" PRIu64 ","
                   "\"lines_per_s\":%.1f,\"calls\":%" PRIu64 ",\"matches\":%" PRIu64 ",\"line_hits\":%" PRIu64
                   ",\"crossing\":%" PRIu64 "}",
                   k ? "," : "", r.name.c_str(), r.ran ? "true" : "false", json_escape(r.skipped).c_str(), r.seconds,
-                  spread[k].first, spread[k].second, r.ran && r.seconds > 0 ? mb / r.seconds : 0.0,
+                  spread[k].first, spread[k].second, r.cpu_seconds,
+                  r.ran && r.seconds > 0 ? mb / r.seconds : 0.0,
+                  r.ran && r.cpu_seconds > 0 ? mb / r.cpu_seconds : 0.0, r.rescans,
                   r.ran && r.seconds > 0 ? static_cast<double>(in.lines) / r.seconds : 0.0, r.calls, r.matches,
                   r.line_hits, r.crossing);
     }
@@ -699,16 +763,17 @@ int main(int argc, char** argv) {
     pc("stream", stream_db);
     pc("som", som_db);
     std::printf("scratch (block) %zu KiB; buffer/chunk %zu B; reps %d\n", scratch_bytes / 1024, buf, reps);
-    std::printf("%-9s %9s %10s %12s %10s %12s %12s %9s\n", "strategy", "seconds", "MB/s", "lines/s", "calls",
-                "matches", "line_hits", "crossing");
+    std::printf("%-9s %9s %9s %9s %11s %10s %8s %10s %10s %8s\n", "strategy", "seconds", "MB/s", "cpu MB/s",
+                "lines/s", "calls", "rescans", "matches", "line_hits", "crossing");
     for (const auto& r : results) {
       if (!r.ran) {
         std::printf("%-9s skipped: %s\n", r.name.c_str(), r.skipped.c_str());
         continue;
       }
-      std::printf("%-9s %9.4f %10.1f %12.0f %10" PRIu64 " %12" PRIu64 " %12" PRIu64 " %9" PRIu64 "\n",
-                  r.name.c_str(), r.seconds, mb / r.seconds, static_cast<double>(in.lines) / r.seconds, r.calls,
-                  r.matches, r.line_hits, r.crossing);
+      std::printf("%-9s %9.4f %9.1f %9.1f %11.0f %10" PRIu64 " %8" PRIu64 " %10" PRIu64 " %10" PRIu64 " %8" PRIu64
+                  "\n",
+                  r.name.c_str(), r.seconds, mb / r.seconds, r.cpu_seconds > 0 ? mb / r.cpu_seconds : 0.0,
+                  static_cast<double>(in.lines) / r.seconds, r.calls, r.rescans, r.matches, r.line_hits, r.crossing);
     }
     if (want_counts && ref) {
       std::printf("# per-pattern matching lines (%s)\n# id\tlines\tpattern\n", ref->name.c_str());
@@ -716,6 +781,7 @@ int main(int argc, char** argv) {
         std::printf("%zu\t%" PRIu64 "\t%s\n", i, ref->lines[i], pats[i].expr.c_str());
     }
   }
+  std::fflush(stdout);
   for (const auto& m : mismatches)
     std::fprintf(stderr, "hs_limit: MISMATCH pattern %zu [%s]: %s counts %" PRIu64 " lines, %s counts %" PRIu64 "\n",
                  m.id, pats[m.id].expr.c_str(), m.strategy.c_str(), m.got, ref->name.c_str(), m.want);

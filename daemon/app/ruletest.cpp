@@ -132,6 +132,12 @@ TestSummary run_rule_tests(const RuleSet& rules, std::ostream& out, bool verbose
   auto compiled = compiled_result.rules;
   for (const auto& rule : rules.rules) {
     for (const auto& test : rule.tests) {
+      if (!test.file.empty() && !std::ifstream(test.file)) {
+        ++summary.failed;
+        out << "FAIL " << rule.id << ": " << test.name << " (" << test.pos.str() << ")\n  test file '" << test.file
+            << "' cannot be read\n";
+        continue;
+      }
       std::vector<Incident> incidents = run_one(compiled, test);
       // The rules this test speaks about: the owner, and every rule it names.
       std::vector<std::string> watched{rule.id};

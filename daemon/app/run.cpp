@@ -216,7 +216,9 @@ void apply_flags(const Flags& f, Config& c) {
     c.sources.clear();
     if (!f.sources.empty()) {
       SourceSpec s;
-      s.paths = f.sources;
+      std::error_code ec;
+      std::string cwd = fs::current_path(ec).string();
+      for (const auto& p : f.sources) s.paths.push_back(p.front() == '/' || cwd.empty() ? p : cwd + "/" + p);
       c.sources.push_back(std::move(s));
     }
     if (f.use_stdin) {
@@ -503,7 +505,7 @@ class PipelineFeeder final : public TailHandler {
     return index;
   }
 
-  void begin_file(std::uint32_t stream, FileStart how, const std::string& instance, std::uint64_t offset,
+  void begin_file(std::uint32_t stream, FileStart how, const StreamIdentity& identity, std::uint64_t offset,
                   std::uint64_t line) override {
     Time now = clock_.now();
     switch (how) {
@@ -521,7 +523,8 @@ class PipelineFeeder final : public TailHandler {
       case FileStart::new_instance:
         flush(stream, now);
         harvest(stream);
-        pipeline_.new_instance(stream, instance, offset);
+        pipeline_.new_instance(stream, identity.instance, offset);
+        pipeline_.correlator().set_stream(stream, identity);  // labels of the new instance (restart)
         streams_[stream].lines = streams_[stream].truncated = 0;
         if (line > 1) pipeline_.resume(stream, offset, line);
         if (auto* m = streams_[stream].metrics) m->files_rotated.Increment();
@@ -773,7 +776,8 @@ int run_command(int argc, char** argv) {
     if (paths.empty()) paths.push_back(default_rules_dir());
     watcher = std::make_unique<RuleWatcher>(paths);
   }
-  std::optional<Steady> reload_at;
+  bool reload_pending = false;
+  Steady reload_at{};
 
   std::uint64_t checkpoints = 0;
   auto write_cp = [&](const char* why) {
@@ -816,7 +820,7 @@ int run_command(int argc, char** argv) {
     for (int fd : tailer.wait_fds()) fds.push_back({fd, POLLIN, 0});
     Steady now = clock.steady();
     Steady deadline = std::min({next_checkpoint, next_tick, now + tailer.next_timeout()});
-    if (reload_at) deadline = std::min(deadline, *reload_at);
+    if (reload_pending) deadline = std::min(deadline, reload_at);
     int timeout = (more && !paused) ? 0
                   : static_cast<int>(std::max<std::int64_t>(
                         0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()));
@@ -840,9 +844,12 @@ int run_command(int argc, char** argv) {
     if (stop) break;
 
     // Rule files changed: reload once they settle.
-    if (watcher && watcher->drain()) reload_at = clock.steady() + config.rules.reload_delay;
-    if (reload_at && clock.steady() >= *reload_at) {
-      reload_at.reset();
+    if (watcher && watcher->drain()) {
+      reload_pending = true;
+      reload_at = clock.steady() + config.rules.reload_delay;
+    }
+    if (reload_pending && clock.steady() >= reload_at) {
+      reload_pending = false;
       reloader.request("rule files changed");
     }
     bool again = false;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -224,7 +225,7 @@ SourceSpec default_kmsg_source() {
   return s;
 }
 
-void decode_source(Reader& r, const YAML::Node& node, SourceSpec& s, std::size_t index) {
+void decode_source(Reader& r, const YAML::Node& node, SourceSpec& s, std::size_t index, const std::string& dir) {
   std::string where = "sources[" + std::to_string(index) + "]";
   std::string type = "file";
   YAML::Node type_node;
@@ -250,6 +251,8 @@ void decode_source(Reader& r, const YAML::Node& node, SourceSpec& s, std::size_t
   if (!node.IsMap()) return;
   if (type == "file" || type == "files") {
     s.kind = SourceKind::files;
+    for (auto& p : s.paths)
+      if (!p.empty() && p.front() != '/') p = dir + "/" + p;
     if (s.paths.empty()) r.error(node, where + ": a file source needs `paths`");
   } else if (type == "stdin") {
     s.kind = SourceKind::stdin_stream;
@@ -264,9 +267,9 @@ void decode_source(Reader& r, const YAML::Node& node, SourceSpec& s, std::size_t
 void decode(Reader& r, const YAML::Node& root, Config& c, std::string_view file) {
   bool sources_given = false;
   auto config_dir = [&]() -> std::string {
-    std::string f(file);
-    auto slash = f.rfind('/');
-    return slash == std::string::npos ? "." : f.substr(0, slash == 0 ? 1 : slash);
+    std::error_code ec;
+    auto dir = std::filesystem::absolute(std::filesystem::path(std::string(file)), ec).parent_path();
+    return ec ? std::string(".") : dir.lexically_normal().string();
   };
   r.mapping(root, "config",
             {
@@ -341,7 +344,7 @@ void decode(Reader& r, const YAML::Node& root, Config& c, std::string_view file)
                    std::size_t i = 0;
                    for (const auto& item : n) {
                      SourceSpec s;
-                     decode_source(r, item, s, i++);
+                     decode_source(r, item, s, i++, config_dir());
                      c.sources.push_back(std::move(s));
                    }
                  }},

@@ -147,7 +147,7 @@ struct TFile {
   std::int64_t ordinal = -1;    // restart number; orders a stream's files
   std::int64_t mtime_ns = 0;
   std::uint64_t seq = 0;        // discovery order
-  std::string instance;         // shown
+  StreamIdentity identity;      // of the stream in this file
   std::string instance_key;     // compared (pod uid + restart)
   std::uint32_t stream = 0;
   FileState state = FileState::pending;
@@ -576,7 +576,7 @@ struct Tailer::Impl {
     if (!pid.restart.empty()) f->ordinal = std::stoll(pid.restart);
     std::string instance_key;
     StreamIdentity identity = identity_for(src, c.path, pid, instance_key);
-    f->instance = identity.instance;
+    f->identity = identity;
     f->instance_key = instance_key;
     auto size = static_cast<std::uint64_t>(st.st_size);
     f->fp = fingerprint_of(fd, opt.fingerprint_bytes).value_or(Fingerprint{});
@@ -656,7 +656,7 @@ struct Tailer::Impl {
     f.ready = true;
     f.last_growth = clock.steady();
     spdlog::debug("{}: reading {} from offset {} ({})", s.identity.name, f.path, f.offset, to_string(how));
-    handler.begin_file(s.handle, how, f.instance, f.offset, f.line_next);
+    handler.begin_file(s.handle, how, f.identity, f.offset, f.line_next);
   }
 
   void truncate_restart(TFile& f, const char* why) {
@@ -670,7 +670,7 @@ struct Tailer::Impl {
     f.fp = fingerprint_of(f.fd, opt.fingerprint_bytes).value_or(Fingerprint{});
     if (f.state == FileState::current) {
       TStream& s = *streams[f.stream];
-      handler.begin_file(s.handle, FileStart::truncated, f.instance, 0, 1);
+      handler.begin_file(s.handle, FileStart::truncated, f.identity, 0, 1);
     } else {
       f.start_offset = 0;
       f.start_line = 1;
@@ -854,7 +854,7 @@ struct Tailer::Impl {
       kmsg_any = true;
       kmsg_offset = pos->offset;
       kmsg_line = pos->line;
-      handler.begin_file(s.handle, FileStart::resumed, kmsg_boot_id, kmsg_offset, kmsg_line);
+      handler.begin_file(s.handle, FileStart::resumed, s.identity, kmsg_offset, kmsg_line);
     } else {
       if (first_start && src.start_at == StartAt::end) {
         if (kmsg_is_file)
@@ -862,7 +862,7 @@ struct Tailer::Impl {
         else
           ::lseek(kmsg_fd, 0, SEEK_END);
       }
-      handler.begin_file(s.handle, FileStart::first, kmsg_boot_id, 0, 1);
+      handler.begin_file(s.handle, FileStart::first, s.identity, 0, 1);
     }
   }
 
@@ -1048,7 +1048,7 @@ void Tailer::restore(const TailPositions* restored) {
       TStream& s = *m.streams[static_cast<std::size_t>(m.stdin_stream)];
       m.ensure_open(s);
       s.had_file = true;
-      m.handler.begin_file(s.handle, FileStart::first, "", 0, 1);
+      m.handler.begin_file(s.handle, FileStart::first, s.identity, 0, 1);
     } else if (src.kind == SourceKind::kmsg && m.kmsg_fd < 0) {
       m.open_kmsg(src, restored ? &restored->kmsg : nullptr);
     }

@@ -192,8 +192,9 @@ class TailHandler {
   virtual ~TailHandler() = default;
   // A logical stream appears (once per stream). Returns the handler's handle for it (a Pipeline stream index).
   virtual std::uint32_t open_stream(const StreamIdentity& identity, ContainerFormat format) = 0;
-  // The stream continues in a (new) file, at `offset`, the line starting there numbered `line`.
-  virtual void begin_file(std::uint32_t stream, FileStart how, const std::string& instance, std::uint64_t offset,
+  // The stream continues in a (new) file, at `offset`, the line starting there numbered `line`. `identity` is the
+  // stream's identity in this file (a new instance has a new `instance` and `restart` label).
+  virtual void begin_file(std::uint32_t stream, FileStart how, const StreamIdentity& identity, std::uint64_t offset,
                           std::uint64_t line) = 0;
   virtual void data(std::uint32_t stream, std::string_view bytes, Time read_time) = 0;
   // Nothing arrived for partial_timeout after the last bytes: a pending partial line may be flushed.

@@ -38,6 +38,10 @@ TEST_CASE("every family is exported with HELP and TYPE", "[metrics]") {
   m.incidents("cuda-oom", Severity::critical).Increment();
   m.incidents_active("cuda-oom", Severity::critical).Set(1);
   m.record_http_request("metrics", 200);
+  RuleSet rs;
+  rs.rules.emplace_back().id = "r";
+  rs.rules.back().events.emplace_back().name = "e";
+  m.event_counters(rs);
   auto text = m.serialize();
   auto names = family_names(text);
   for (const char* want :

@@ -59,7 +59,8 @@ struct Api {
     auto r = get(target);
     REQUIRE(r.status == 200);
     std::vector<std::string> out;
-    for (auto& i : nlohmann::json::parse(r.body)["incidents"]) out.push_back(i["id"]);
+    auto j = nlohmann::json::parse(r.body);
+    for (auto& i : j["incidents"]) out.push_back(i["id"]);
     return out;
   }
 };
