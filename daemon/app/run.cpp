@@ -61,6 +61,8 @@ SIGTERM/SIGINT.
   --rules PATH         rule file or directory (repeatable; replaces the config's rules.paths)
   --state-dir DIR      checkpoints and spools (default $STATE_DIRECTORY or /var/lib/faultline)
   --listen ADDR        HTTP host:port (default 127.0.0.1:9464; "off": no server)
+  --webhook URL        also POST every incident as signed-JSON webhook to URL (sink "webhook"; repeatable)
+  --alertmanager URL   also send incidents to this Alertmanager as alerts (sink "alertmanager"; repeatable)
   --output FILE        incident JSON lines: "-" standard output (default), a file, or "off"
   --format F           container format of the sources: auto, raw, cri, docker
   --start-at WHERE     beginning | end: where to start in files that exist at the very first start
@@ -118,6 +120,7 @@ struct Flags {
   bool use_stdin = false;
   std::vector<std::string> rules;
   std::optional<std::string> state_dir, listen, output, node_name, log_format, log_level;
+  std::vector<SinkConfig> url_sinks;  // --webhook / --alertmanager, added to the config's sinks
   std::optional<ContainerFormat> format;
   std::optional<StartAt> start_at;
   bool check_only = false;
@@ -168,6 +171,20 @@ std::optional<Flags> parse_flags(int argc, char** argv) {
     } else if (a == "--listen") {
       if (!need()) return std::nullopt;
       f.listen = value;
+    } else if (a == "--webhook" || a == "--alertmanager") {
+      if (!need()) return std::nullopt;
+      auto fmt = a == "--webhook" ? WebhookFormat::json : WebhookFormat::alertmanager;
+      std::size_t same = 0;
+      for (const auto& s : f.url_sinks) same += s.format == fmt;
+      std::string name = std::string(fmt == WebhookFormat::json ? "webhook" : "alertmanager") +
+                         (same ? "-" + std::to_string(same + 1) : "");
+      std::string error;
+      auto sink = sink_from_url(value, fmt, name, &error);
+      if (!sink) {
+        std::cerr << "faultline run: " << a << ": " << error << "\n";
+        return std::nullopt;
+      }
+      f.url_sinks.push_back(std::move(*sink));
     } else if (a == "--output") {
       if (!need()) return std::nullopt;
       f.output = value;
@@ -234,6 +251,7 @@ void apply_flags(const Flags& f, Config& c) {
   if (!f.rules.empty()) c.rules.paths = f.rules;
   if (f.state_dir) c.state_dir = *f.state_dir;
   if (f.listen) c.listen = *f.listen;
+  for (const auto& s : f.url_sinks) c.sinks.push_back(s);
   if (f.output) c.output = *f.output;
   if (f.node_name) c.node_name = *f.node_name;
   if (f.log_format) c.log.format = *parse_log_format(*f.log_format);
@@ -511,6 +529,7 @@ class PipelineFeeder final : public TailHandler {
     switch (how) {
       case FileStart::first:
       case FileStart::resumed:
+        if (pipeline_.decoder(stream).has_partial()) flush(stream, now);  // the stream's previous file
         if (offset > 0 || line > 1) pipeline_.resume(stream, offset, line);
         break;
       case FileStart::rotated:
@@ -731,13 +750,15 @@ int run_command(int argc, char** argv) {
 
   // Checkpoint of the previous run.
   std::optional<Checkpoint> checkpoint;
-  if (stateful) {
+  // Standard input cannot be resumed: a run over it starts and ends afresh (no checkpoint, no journal).
+  const bool checkpointing = stateful && !stdin_only;
+  if (checkpointing) {
     std::string error;
     checkpoint = read_checkpoint(config.state_dir, &error);
     if (!checkpoint && !error.empty()) spdlog::error("{}; starting without it", error);
   }
 
-  Emitter emitter(config.output, stateful ? config.state_dir + "/emitted.log" : "", &outputs);
+  Emitter emitter(config.output, checkpointing ? config.state_dir + "/emitted.log" : "", &outputs);
   {
     std::string error;
     if (!emitter.open(&error)) {
@@ -780,9 +801,16 @@ int run_command(int argc, char** argv) {
   Steady reload_at{};
 
   std::uint64_t checkpoints = 0;
+  std::uint64_t cp_bytes = ~0ull, cp_incidents = ~0ull;
   auto write_cp = [&](const char* why) {
-    if (!stateful) return;
+    if (!checkpointing) return;
     pipeline.drain();
+    // Idle: nothing read and nothing emitted since the last checkpoint — it would say the same.
+    if (pipeline.stats().bytes == cp_bytes && pipeline.stats().incidents == cp_incidents &&
+        std::string_view(why) == "periodic")
+      return;
+    cp_bytes = pipeline.stats().bytes;
+    cp_incidents = pipeline.stats().incidents;
     Checkpoint c;
     c.positions = tailer.positions();
     c.correlator_state = pipeline.correlator().save_state();
@@ -876,6 +904,8 @@ int run_command(int argc, char** argv) {
     if (!ready_reported) {
       outputs.set_ready("sources", true);
       ready_reported = true;
+      spdlog::info("following {} file(s) in {} director(ies)", tailer.stats().watched_files,
+                   tailer.stats().watched_dirs);
     }
 
     now = clock.steady();
@@ -883,6 +913,7 @@ int run_command(int argc, char** argv) {
       next_tick = now + tick;
       pipeline.advance(clock.now());
       feeder.harvest_all();
+      for (const auto& [source, lag] : tailer.lag_by_source()) m.source(source).lag_bytes.Set(static_cast<double>(lag));
       const auto& t = tailer.stats();
       auto& sm = m.source(config.sources.front().source.empty() ? "file" : config.sources.front().source);
       if (t.unreadable > last_tail.unreadable) sm.files_unreadable.Increment(static_cast<double>(t.unreadable - last_tail.unreadable));

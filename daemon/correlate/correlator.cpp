@@ -69,6 +69,7 @@ struct Story {
   std::vector<EvidenceLine> context;  // context lines of decisive hits
   std::deque<RecentHit> recent;
   std::string first_decisive;         // "instance@offset" of the first hit that counted
+  Time first_decisive_time{};
   std::optional<Severity> raised;     // severity this story raised its incident at
   Time last_activity{};
 };
@@ -314,7 +315,7 @@ struct Correlator::Impl {
     oi.emitted = true;
     out->push_back(oi.incident);
     ++stats.incidents;
-    say("  → " + oi.incident.rule + " incident " + oi.incident.id + " revision " + std::to_string(oi.incident.revision) +
+    if (trace) say("  → " + oi.incident.rule + " incident " + oi.incident.id + " revision " + std::to_string(oi.incident.revision) +
         " " + std::string(to_string(oi.incident.status)) + " " + std::string(to_string(oi.incident.severity)));
   }
 
@@ -363,7 +364,9 @@ struct Correlator::Impl {
         if (c.first_seen < first - r.cascade.window || c.first_seen > first + r.cascade.hold) continue;
       } else {
         if (c.priority <= r.priority) continue;
-        if (c.first_seen < first - kRootCauseWindow || c.first_seen > first) continue;
+        // A symptom is often printed just before the root cause it belongs to: accept one up to the rule's
+        // tolerance after it (the incident was held that long).
+        if (c.first_seen < first - kRootCauseWindow || c.first_seen > first + r.tolerance.time) continue;
       }
       if (!best || c.priority > best->priority || (c.priority == best->priority && c.first_seen < best->first_seen)) {
         best = &c;
@@ -372,14 +375,14 @@ struct Correlator::Impl {
     if (best) {
       oi.incident.caused_by = best->id;
       oi.incident.caused_by_rule = best->rule;
-      say("  " + r.id + ": caused by " + best->rule + " (" + best->id + ")");
+      if (trace) say("  " + r.id + ": caused by " + best->rule + " (" + best->id + ")");
     }
   }
 
   void release(OpenIncident& oi, const char* why) {
     if (!oi.hold.held) return;
     oi.hold.held = false;
-    say("  " + oi.incident.rule + ": released (" + why + ")");
+    if (trace) say("  " + oi.incident.rule + ": released (" + why + ")");
     attribute(oi);
     emit(oi);
   }
@@ -394,7 +397,7 @@ struct Correlator::Impl {
       bool escalation = s.raised.has_value();  // this story already raised it: escalate, do not count twice
       if (completion && !escalation) {
         if (!oi.boundary && at - oi.last_completion < kRepeatGap && severity <= oi.incident.severity) {
-          say("  " + r.id + ": same occurrence printed again");
+          if (trace) say("  " + r.id + ": same occurrence printed again");
           oi.incident.last_seen = std::max(oi.incident.last_seen, at);
           s.raised = severity;
           return;
@@ -421,19 +424,11 @@ struct Correlator::Impl {
     Incident& inc = oi.incident;
     inc.rule = r.id;
     inc.severity = severity;
-    inc.first_seen = at;
+    // first_seen: the first decisive line (optional evidence may be hours older).
+    inc.first_seen = s.first_decisive.empty() ? at : std::min(at, s.first_decisive_time);
     inc.last_seen = at;
     inc.fields = s.fields;
     inc.evidence = story_evidence(s);
-    if (!inc.evidence.empty()) {
-      // first_seen: the first decisive line's time when known
-      for (const auto& e : inc.evidence) {
-        if (!e.event.empty()) {
-          inc.first_seen = std::min(inc.first_seen, e.time);
-          break;
-        }
-      }
-    }
     const StreamState& st = stream(s.stream);
     inc.stream = r.key.stream || r.key.fields.size() ? st.id.name : s.key;
     if (r.key.node && !r.key.stream) inc.stream = s.key;
@@ -460,7 +455,7 @@ struct Correlator::Impl {
       oi.hold.until_line = r.tolerance.lines > 0 ? current_line + r.tolerance.lines
                                                  : std::numeric_limits<std::uint64_t>::max();
       oi.hold.stream = s.stream;
-      say("  " + r.id + ": holding for late evidence");
+      if (trace) say("  " + r.id + ": holding for late evidence");
     }
     if (r.cascade.enabled) {
       oi.hold.held = true;
@@ -490,7 +485,7 @@ struct Correlator::Impl {
     oi.incident.status = IncidentStatus::resolved;
     oi.incident.last_seen = std::max(oi.incident.last_seen, at);
     ++oi.incident.revision;
-    say("  " + oi.incident.rule + ": resolved (" + why + ")");
+    if (trace) say("  " + oi.incident.rule + ": resolved (" + why + ")");
     emit(oi);
   }
 
@@ -510,8 +505,11 @@ struct Correlator::Impl {
       ++ss.hits;
       add_step_evidence(ss, evidence_of(h, ev));
       for (const auto& [k, v] : h.fields) set_field(s.fields, k, v);
-      if (st.severity && s.first_decisive.empty()) s.first_decisive = position_of(h);
-      say("  " + r.id + " [" + s.key + "]: optional step " + std::to_string(i + 1) + " (" + ev.name + ") seen");
+      if (st.severity && s.first_decisive.empty()) {
+        s.first_decisive = position_of(h);
+        s.first_decisive_time = h.time;
+      }
+      if (trace) say("  " + r.id + " [" + s.key + "]: optional step " + std::to_string(i + 1) + " (" + ev.name + ") seen");
       if (st.severity && ss.hits >= st.count && s.cursor > i && !s.raised) {
         raise(s, *st.severity, false, h.time, read_at);
       }
@@ -529,7 +527,7 @@ struct Correlator::Impl {
     const Step& cur = r.sequence[s.cursor];
     if (cur.absent_for) {
       if (step_has(cur, ev.name)) {
-        say("  " + r.id + " [" + s.key + "]: awaited event " + ev.name + " arrived");
+        if (trace) say("  " + r.id + " [" + s.key + "]: awaited event " + ev.name + " arrived");
         reset_story(s, "absence broken");
       }
       return counted;
@@ -546,13 +544,16 @@ struct Correlator::Impl {
     }
     while (ss.times.size() > cur.count) ss.times.pop_front();
     ++ss.hits;
-    if (s.first_decisive.empty()) s.first_decisive = position_of(h);
+    if (s.first_decisive.empty()) {
+      s.first_decisive = position_of(h);
+      s.first_decisive_time = h.time;
+    }
     add_step_evidence(ss, evidence_of(h, ev));
     if (rec_or_max != UINT32_MAX && ss.lines.size() <= 1) collect_context(rec_or_max, r.context_lines, s.context);
     for (const auto& [k, v] : h.fields) set_field(s.fields, k, v);
     counted = true;
     if (ss.times.size() < cur.count) {
-      say("  " + r.id + " [" + s.key + "]: step " + std::to_string(s.cursor + 1) + " (" + ev.name + ") " +
+      if (trace) say("  " + r.id + " [" + s.key + "]: step " + std::to_string(s.cursor + 1) + " (" + ev.name + ") " +
           std::to_string(ss.times.size()) + "/" + std::to_string(cur.count));
       return counted;
     }
@@ -598,12 +599,12 @@ struct Correlator::Impl {
   void complete_step(Story& s, Time at, std::chrono::steady_clock::time_point read_at) {
     const Rule& r = rule(s.rule);
     const Step& done = r.sequence[s.cursor];
-    say("  " + r.id + " [" + s.key + "]: step " + std::to_string(s.cursor + 1) + " complete");
+    if (trace) say("  " + r.id + " [" + s.key + "]: step " + std::to_string(s.cursor + 1) + " complete");
     std::size_t done_index = s.cursor;
     s.progress_time = at;
     s.cursor = first_required(r, s.cursor + 1);
     if (s.cursor >= r.sequence.size()) {
-      say("  " + r.id + " [" + s.key + "]: sequence complete");
+      if (trace) say("  " + r.id + " [" + s.key + "]: sequence complete");
       raise(s, r.severity, true, at, read_at);
       reset_story(s, "fired");
       return;
@@ -616,7 +617,7 @@ struct Correlator::Impl {
     }
     const Step& next = r.sequence[s.cursor];
     if (next.absent_for) {
-      say("  " + r.id + " [" + s.key + "]: waiting " + format_duration(*next.absent_for) + " for absence");
+      if (trace) say("  " + r.id + " [" + s.key + "]: waiting " + format_duration(*next.absent_for) + " for absence");
       return;
     }
     // Out-of-order tolerance: a hit of the next step that arrived a little earlier counts now.
@@ -630,7 +631,7 @@ struct Correlator::Impl {
       if (close_time && close_lines) {
         RecentHit h = *it;
         s.recent.erase(it);
-        say("  " + r.id + " [" + s.key + "]: earlier hit of " + ev.name + " at line " + std::to_string(h.line) +
+        if (trace) say("  " + r.id + " [" + s.key + "]: earlier hit of " + ev.name + " at line " + std::to_string(h.line) +
             " taken as in order (tolerance)");
         apply(s, h, UINT32_MAX, read_at);
         return;
@@ -644,7 +645,7 @@ struct Correlator::Impl {
     const EventPattern& ev = r.events[hit.event.event];
     ++stats.hits;
     std::string key = key_for(r, meta.stream, hit.fields);
-    say("line " + std::to_string(meta.line) + " @" + format_time(meta.time) + ": " + r.id + "/" + ev.name + " hit");
+    if (trace) say("line " + std::to_string(meta.line) + " @" + format_time(meta.time) + ": " + r.id + "/" + ev.name + " hit");
 
     // Deadlines that this line passes are settled first, so batching never changes the outcome.
     settle_before(meta.stream, meta.line, meta.time);
@@ -719,7 +720,7 @@ struct Correlator::Impl {
       while (s.cursor < r.sequence.size() && r.sequence[s.cursor].absent_for &&
              t - s.progress_time >= *r.sequence[s.cursor].absent_for) {
         Time at = s.progress_time + *r.sequence[s.cursor].absent_for;
-        say("  " + r.id + " [" + s.key + "]: absence confirmed");
+        if (trace) say("  " + r.id + " [" + s.key + "]: absence confirmed");
         complete_step(s, at, read_at);
       }
     }
@@ -933,6 +934,7 @@ std::string Correlator::save_state() const {
                        {"fields", fields_json(s.fields)},
                        {"context", evidence_json(s.context)},
                        {"first", s.first_decisive},
+                       {"first_t", s.first_decisive_time.time_since_epoch().count()},
                        {"raised", s.raised ? static_cast<int>(*s.raised) : -1},
                        {"activity", s.last_activity.time_since_epoch().count()}});
   }
@@ -990,6 +992,7 @@ bool Correlator::load_state(std::string_view text, std::string* error) {
       s.fields = fields_from(sj.at("fields"));
       s.context = evidence_from(sj.at("context"));
       s.first_decisive = sj.at("first").get<std::string>();
+      s.first_decisive_time = Time(Duration(sj.value("first_t", std::int64_t{0})));
       int raised = sj.at("raised").get<int>();
       if (raised >= 0) s.raised = static_cast<Severity>(raised);
       s.last_activity = Time(Duration(sj.at("activity").get<std::int64_t>()));

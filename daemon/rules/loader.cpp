@@ -212,7 +212,7 @@ void Decoder::events(const YAML::Node& node, Rule& rule) {
     ev.name = it->first.as<std::string>("");
     if (!is_event_name(ev.name)) error(it->first, "event name '" + ev.name + "' must match [a-z0-9_]+");
     if (rule.find_event(ev.name)) error(it->first, "duplicate event '" + ev.name + "'");
-    const YAML::Node& body = it->second;
+    const YAML::Node body = it->second;  // a copy: the iterator yields a temporary
     if (body.IsScalar()) {  // shorthand: name: 'regex'
       ev.regex = body.Scalar();
       ev.pos = pos(body);

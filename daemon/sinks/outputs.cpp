@@ -359,7 +359,17 @@ void Outputs::set_ready(std::string_view component, bool ok, std::string detail)
 void Outputs::update_rules(const RuleSet& rules) {
   std::vector<RuleInfo> infos;
   infos.reserve(rules.rules.size());
-  for (const auto& r : rules.rules) infos.push_back({r.id, r.title, r.severity, r.content_hash});
+  for (const auto& r : rules.rules) {
+    infos.push_back({r.id, r.title, r.severity, r.content_hash});
+    // Series start at 0 for every severity a rule can raise, so increase() sees its first incident.
+    std::set<Severity> severities{r.severity};
+    for (const auto& step : r.sequence)
+      if (step.severity) severities.insert(*step.severity);
+    for (auto sev : severities) {
+      impl_->metrics.incidents(r.id, sev);
+      impl_->metrics.incidents_active(r.id, sev);
+    }
+  }
   {
     std::lock_guard lock(impl_->rmu);
     impl_->rules = std::move(infos);
@@ -690,7 +700,13 @@ asio::awaitable<Attempt> Outputs::Impl::post(SinkWorker& w, std::string body,
   auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(w.cfg.timeout);
   auto req = make_request(w, opts.version, std::move(body), headers);
   w.busy = true;
-  Attempt a = w.tls ? co_await post_tls(w, req, deadline) : co_await post_plain(w, req, deadline);
+  // (Not a conditional expression: g++ 12 miscompiles co_await inside ?:.)
+  Attempt a;
+  if (w.tls) {
+    a = co_await post_tls(w, req, deadline);
+  } else {
+    a = co_await post_plain(w, req, deadline);
+  }
   w.busy = false;
   w.in_flight = nullptr;
   co_return a;
@@ -737,7 +753,10 @@ asio::awaitable<Attempt> Outputs::Impl::post_tls(SinkWorker& w, const http::requ
   auto& lower = beast::get_lowest_layer(stream);
   w.in_flight = &lower;
   std::string name = w.cfg.tls.server_name.empty() ? w.url.host : w.cfg.tls.server_name;
-  if (!SSL_set_tlsext_host_name(stream.native_handle(), name.c_str())) {
+  beast::error_code addr_ec;
+  asio::ip::make_address(name, addr_ec);
+  bool is_ip = !addr_ec;  // SNI carries host names only (RFC 6066); an IP is still verified against the certificate
+  if (!is_ip && !SSL_set_tlsext_host_name(stream.native_handle(), name.c_str())) {
     w.in_flight = nullptr;
     co_return Attempt{AttemptResult::tls_error, 0, "cannot set SNI " + name};
   }

@@ -74,6 +74,14 @@ std::optional<Fingerprint> fingerprint_of(int fd, std::size_t bytes) {
                      static_cast<std::uint32_t>(n)};
 }
 
+std::optional<Fingerprint> fingerprint_of_path(const std::string& path, std::size_t bytes) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  auto fp = fingerprint_of(fd, bytes);
+  ::close(fd);
+  return fp;
+}
+
 // Newlines in [from, to) of the file.
 std::uint64_t count_newlines(int fd, std::uint64_t from, std::uint64_t to) {
   std::uint64_t count = 0;
@@ -432,15 +440,6 @@ struct Tailer::Impl {
         }
       }
     }
-    // Resolved paths and their directories (symlink targets live elsewhere: /var/log/containers -> /var/log/pods).
-    for (auto& [path, key] : std::unordered_map<std::string, Key>(new_by_path)) {
-      struct stat lst;
-      if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
-        std::string r = real_path(path);
-        new_by_path.emplace(r, key);
-        dirs.push_back(dir_of(r));
-      }
-    }
     for (const auto& d : dirs) watch_dir(d);
 
     // Files already followed: still named by their path? deleted? grown?
@@ -495,14 +494,22 @@ struct Tailer::Impl {
     for (auto& c : found) {
       if (TFile* f = discover(c)) added.push_back(f);
     }
+    // Files known from the checkpoint were there before the new ones of their stream.
     std::stable_sort(added.begin(), added.end(), [](const TFile* a, const TFile* b) {
-      return a->ordinal < b->ordinal;
+      return std::make_tuple(a->ordinal, a->how != FileStart::resumed) <
+             std::make_tuple(b->ordinal, b->how != FileStart::resumed);
     });
     for (TFile* f : added) attach(*f);
 
     by_path.clear();
     for (auto& [path, key] : new_by_path)
       if (files.count(key)) by_path[path] = key;
+    // Resolved paths and their directories (symlink targets live elsewhere: /var/log/containers -> /var/log/pods).
+    for (auto& [key, f] : files) {
+      if (f->state == FileState::finished || f->real == f->path) continue;
+      by_path.emplace(f->real, key);
+      watch_dir(dir_of(f->real));
+    }
 
     if (initial_scan) {
       // Checkpointed files that are gone: what was not read of them is lost.
@@ -530,7 +537,14 @@ struct Tailer::Impl {
       excluded_keys.insert(key);
       return nullptr;
     }
-    PathIdentity pid = parse_log_path(c.path);
+    // A file known from the checkpoint keeps the name it had then (app.log renamed to app.log.1 while stopped is
+    // still the stream app.log, finished before the new app.log).
+    std::string name_path = c.path;
+    if (auto r = restored.find(key); r != restored.end() && !r->second.path.empty() && r->second.path != c.path) {
+      if (auto fp0 = fingerprint_of_path(c.path, r->second.fingerprint.bytes); fp0 && *fp0 == r->second.fingerprint)
+        name_path = r->second.path;
+    }
+    PathIdentity pid = parse_log_path(name_path);
     if (real != c.path) {
       PathIdentity target = parse_log_path(real);
       if (target.kubernetes && !target.restart.empty()) {
@@ -565,7 +579,7 @@ struct Tailer::Impl {
     ++stats.files_opened;
     auto f = std::make_unique<TFile>();
     f->key = key;
-    f->path = c.path;
+    f->path = name_path;
     f->real = real;
     f->fd = fd;
     f->seq = next_seq++;
@@ -575,7 +589,7 @@ struct Tailer::Impl {
     f->last_growth = clock.steady();
     if (!pid.restart.empty()) f->ordinal = std::stoll(pid.restart);
     std::string instance_key;
-    StreamIdentity identity = identity_for(src, c.path, pid, instance_key);
+    StreamIdentity identity = identity_for(src, name_path, pid, instance_key);
     f->identity = identity;
     f->instance_key = instance_key;
     auto size = static_cast<std::uint64_t>(st.st_size);
@@ -679,6 +693,7 @@ struct Tailer::Impl {
 
   void finish_file(TStream& s, TFile& f) {
     if (f.deleted) ++stats.deleted;
+    if (stats.watched_files > 0) --stats.watched_files;
     if (f.fd >= 0) {
       ::close(f.fd);
       f.fd = -1;
@@ -707,6 +722,7 @@ struct Tailer::Impl {
     if (::fstat(f.fd, &st) != 0) return 0;
     auto size = static_cast<std::uint64_t>(st.st_size);
     if (size < f.offset) truncate_restart(f, "shrank below the read offset");
+    f.last_size = size;
     std::size_t total = 0;
     Time now = clock.now();
     while (total < budget) {
@@ -1067,6 +1083,20 @@ bool Tailer::poll_once() { return impl_->poll_once(); }
 std::chrono::milliseconds Tailer::next_timeout() const { return impl_->next_timeout(); }
 void Tailer::stop() { impl_->stopped = true; }
 TailPositions Tailer::positions() { return impl_->positions(); }
+std::vector<std::pair<std::string, std::uint64_t>> Tailer::lag_by_source() const {
+  std::map<std::string, std::uint64_t> lag;
+  for (const auto& src : impl_->sources)
+    lag[src.source.empty() ? (src.kind == SourceKind::files ? "file" : src.kind == SourceKind::kmsg ? "kmsg" : "stdin")
+                           : src.source] = 0;
+  for (const auto& [key, f] : impl_->files) {
+    if (f->state == FileState::finished) continue;
+    const std::string* source = find_field(f->identity.labels, "source");
+    std::uint64_t behind = f->last_size > f->offset ? f->last_size - f->offset : 0;
+    lag[source ? *source : "file"] += behind;
+  }
+  return {lag.begin(), lag.end()};
+}
+
 bool Tailer::stdin_finished() const { return impl_->stdin_stream >= 0 && impl_->stdin_eof; }
 bool Tailer::has_file_sources() const {
   for (const auto& s : impl_->sources)

@@ -234,6 +234,9 @@ class Tailer {
   // Positions for a checkpoint. The caller drains its pipeline first so committed offsets are final.
   TailPositions positions();
 
+  // Bytes not read yet per `source` label (as of the last stat of each file).
+  std::vector<std::pair<std::string, std::uint64_t>> lag_by_source() const;
+
   bool stdin_finished() const;  // standard input reached its end
   bool has_file_sources() const;
   const TailStats& stats() const;

@@ -101,10 +101,12 @@ class Daemon:
                "--output", self.output, "--log-format", "json", "--log-level", os.environ.get("LOG_LEVEL", "info")]
         cmd += self.args
         self.log = open(self.log_path, "ab")
+        self.log_start = self.log.tell()  # this run's lines only (a restarted daemon appends to the same log)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log,
                                      stdin=self.stdin if self.stdin is not None else subprocess.DEVNULL)
-        # Started once the first log line that says so is there.
-        wait_until(lambda: self.logged("starting") or self.proc.poll() is not None, 20, what="daemon start")
+        # Started once the first scan of the sources is done (files created after this are new files).
+        wait_until(lambda: self.logged("following ") or self.logged("standard input") or self.proc.poll() is not None,
+                   20, what="daemon start")
         check(self.proc.poll() is None, "daemon exited at start:\n" + self.log_text())
         return self
 
@@ -112,6 +114,7 @@ class Daemon:
         out = []
         try:
             with open(self.log_path, "rb") as f:
+                f.seek(getattr(self, "log_start", 0))
                 for raw in f:
                     try:
                         out.append(json.loads(raw))

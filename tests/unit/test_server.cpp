@@ -178,6 +178,9 @@ TEST_CASE("live server: routes, token, readiness, limits", "[server][outputs]") 
     auto m = nettest::get(port, "/metrics");
     CHECK(m.status == 200);
     CHECK(m.body.find("faultline_rules_loaded 1") != std::string::npos);
+    // Series exist from the start for each rule's severity, at 0.
+    CHECK(m.body.find("faultline_incidents_total{rule=\"cuda-oom\",severity=\"warning\"} 0") != std::string::npos);
+    CHECK(m.body.find("faultline_incidents_total{rule=\"cuda-oom\",severity=\"critical\"} 1") != std::string::npos);
     CHECK(nettest::get(port, "/api/v1/incidents").status == 401);
     auto inc = nettest::get(port, "/api/v1/incidents/abcd", "Authorization: Bearer tok-123\r\n");
     REQUIRE(inc.status == 200);

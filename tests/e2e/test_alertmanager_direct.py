@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""faultline posts straight to a real Alertmanager (a sink with format: alertmanager): the alert appears in
+GET /api/v2/alerts with the right labels and annotations, is re-sent while the incident fires, and resolves when it
+ends."""
+import time
+
+from e2e_common import Alertmanager, Faultline, check, main, wait_until
+
+
+def test(work, stoppers):
+    am = Alertmanager(work).start()
+    stoppers.append(am.stop)
+    fl = Faultline(work, "sinks:\n  - name: am\n    url: %s\n    format: alertmanager\n    resend_interval: 2s\n"
+                   "    backoff_initial: 200ms\n    backoff_max: 1s\n" % am.base,
+                   args=["--node-name", "gpu-node-3"]).start()
+    stoppers.append(fl.stop)
+    work.append("BOOM 42")
+    alerts = wait_until(lambda: am.alerts(alertname="FaultlineE2eBoom"), 30, what="the alert in Alertmanager")
+    check(len(alerts) == 1, "alerts: %s" % alerts)
+    a = alerts[0]
+    labels, ann = a["labels"], a["annotations"]
+    check(labels.get("rule") == "e2e-boom", "rule label: %s" % labels)
+    check(labels.get("severity") == "critical", "severity label: %s" % labels)
+    check(labels.get("team") == "e2e", "static rule label missing: %s" % labels)
+    check(len(labels.get("incident_id", "")) == 16, "incident_id label: %s" % labels)
+    check(labels.get("node") == "gpu-node-3", "node label: %s" % labels)
+    check(ann.get("runbook_url") == "https://example.com/runbooks/e2e-boom", "runbook_url: %s" % ann)
+    check("BOOM 42" in ann.get("evidence", ""), "evidence annotation: %s" % ann)
+    check("Test failure number 42" in ann.get("summary", ""), "summary: %s" % ann)
+    check(a["generatorURL"].endswith("/api/v1/incidents/" + labels["incident_id"]), "generatorURL %s" % a["generatorURL"])
+    check(a["status"]["state"] == "active", "state %s" % a["status"])
+    # The link works.
+    from e2e_common import http_json
+    inc = http_json(fl.base + "/api/v1/incidents/" + labels["incident_id"])
+    check(inc["rule"] == "e2e-boom", "incident API: %s" % inc)
+
+    # Re-sent while firing: endsAt keeps moving forward.
+    ends1 = a["endsAt"]
+    wait_until(lambda: am.alerts(alertname="FaultlineE2eBoom")[0]["endsAt"] > ends1, 15, what="a re-send")
+
+    # Resolution: the alert leaves the active list.
+    work.append("RECOVERED 42")
+    wait_until(lambda: not am.alerts(alertname="FaultlineE2eBoom"), 30, what="the alert to resolve")
+    time.sleep(3)  # no re-send revives it
+    check(not am.alerts(alertname="FaultlineE2eBoom"), "the resolved alert came back")
+    check(fl.metric("faultline_webhook_deliveries_total", sink="am", result="success") >= 3, "deliveries not counted")
+    check(fl.stop() == 0, "faultline exited non-zero")
+
+
+if __name__ == "__main__":
+    main(test)

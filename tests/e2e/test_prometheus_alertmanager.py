@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Prometheus scrapes faultline, evaluates the shipped alert rules (deploy/prometheus/alerts.yaml, with their `for:`
+durations shortened so the test takes seconds) and sends to Alertmanager: a webhook sink that cannot deliver makes
+FaultlineWebhookFailing fire, and the alert is visible in Alertmanager's API with faultline's labels. The scrape
+also passes `promtool check metrics`."""
+import os
+import re
+import subprocess
+
+from e2e_common import (SOURCE_DIR, Alertmanager, Faultline, Prometheus, check, free_port, http_get, http_json, main,
+                        need_tool, sinks_yaml, wait_until)
+
+
+def test(work, stoppers):
+    promtool = need_tool("promtool")
+    need_tool("prometheus")
+    with open(os.path.join(SOURCE_DIR, "deploy", "prometheus", "alerts.yaml")) as f:
+        rules = re.sub(r"(\n\s+for:) \d+[smh]", r"\1 1s", f.read())
+    rules_file = work.file("alerts.yaml", rules)
+    subprocess.run([promtool, "check", "rules", rules_file], check=True, stdout=subprocess.DEVNULL)
+
+    dead = free_port()
+    fl = Faultline(work, sinks_yaml([{
+        "name": "pager", "url": "http://127.0.0.1:%d/" % dead, "format": "json",
+        "timeout": "1s", "backoff_initial": "100ms", "backoff_max": "300ms"}])).start()
+    stoppers.append(fl.stop)
+    work.append("BOOM 1")
+    wait_until(lambda: (fl.metric("faultline_webhook_deliveries_total", sink="pager", result="network_error") or 0) > 2,
+               20, what="failing deliveries")
+
+    # The exposition passes promtool's linter.
+    status, _, body = http_get(fl.base + "/metrics")
+    lint = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True)
+    check(lint.returncode == 0 and not lint.stdout.strip() and not lint.stderr.strip(),
+          "promtool check metrics: %s %s" % (lint.stdout.decode(), lint.stderr.decode()))
+
+    am = Alertmanager(work).start()
+    stoppers.append(am.stop)
+    prom = Prometheus(work, fl.port, am.port, [rules_file]).start()
+    stoppers.append(prom.stop)
+
+    def target_up():
+        t = http_json(prom.base + "/api/v1/targets")["data"]["activeTargets"]
+        return t and t[0]["health"] == "up"
+    wait_until(target_up, 30, what="Prometheus to scrape faultline")
+
+    def firing_in_prometheus():
+        alerts = http_json(prom.base + "/api/v1/alerts")["data"]["alerts"]
+        return [a for a in alerts if a["labels"]["alertname"] == "FaultlineWebhookFailing" and a["state"] == "firing"]
+    wait_until(firing_in_prometheus, 60, what="FaultlineWebhookFailing firing in Prometheus")
+
+    alerts = wait_until(lambda: am.alerts(alertname="FaultlineWebhookFailing"), 60,
+                        what="FaultlineWebhookFailing in Alertmanager")
+    labels = alerts[0]["labels"]
+    check(labels.get("sink") == "pager", "sink label: %s" % labels)
+    check(labels.get("severity") == "critical", "severity label: %s" % labels)
+    check(labels.get("job") == "faultline", "job label: %s" % labels)
+    check("pager" in alerts[0]["annotations"].get("summary", ""), "summary: %s" % alerts[0]["annotations"])
+
+    # Nothing else is wrong with this faultline: none of the other health alerts fire.
+    others = [a["labels"]["alertname"] for a in http_json(prom.base + "/api/v1/alerts")["data"]["alerts"]
+              if a["labels"]["alertname"] not in ("FaultlineWebhookFailing",)]
+    check(not others, "unexpected alerts: %s" % others)
+
+    # faultline down: FaultlineDown fires.
+    fl.stop()
+    wait_until(lambda: am.alerts(alertname="FaultlineDown"), 60, what="FaultlineDown in Alertmanager")
+
+
+if __name__ == "__main__":
+    main(test)
