@@ -7,10 +7,7 @@
 #include <vector>
 
 #include "app/commands.hpp"
-#if __has_include("app/run.hpp")
 #include "app/run.hpp"
-#define FAULTLINE_HAVE_RUN 1
-#endif
 
 namespace {
 
@@ -46,9 +43,7 @@ int main(int argc, char** argv) {
     if (command == "test") return cmd_test(args);
     if (command == "rules") return cmd_rules(args);
     if (command == "version" || command == "--version") return cmd_version(args);
-#ifdef FAULTLINE_HAVE_RUN
     if (command == "run") return run_command(argc - 2, argv + 2);
-#endif
     if (command == "-h" || command == "--help" || command == "help") {
       std::cout << kUsage;
       return 0;

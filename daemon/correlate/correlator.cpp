@@ -21,6 +21,9 @@ constexpr std::size_t kHitsPerStep = 3;        // evidence lines kept per step: 
 constexpr std::size_t kRecentHits = 32;        // remembered for out-of-order tolerance
 constexpr Duration kRootCauseWindow = std::chrono::minutes(2);
 constexpr std::size_t kRecentIncidents = 512;
+// Context lines older than this are no use as the lines before a decisive one; an idle stream's are freed, so a node
+// that sees thousands of short-lived pods does not keep their last lines forever.
+constexpr Duration kRingIdle = std::chrono::minutes(5);
 // The same failure printed again within this time of the last completion, with no restart in between, is the same
 // occurrence (a crash prints its error in the worker, the engine and the API server), not a repeat.
 constexpr Duration kRepeatGap = std::chrono::seconds(60);
@@ -120,6 +123,9 @@ struct Correlator::Impl {
   std::vector<StreamState> streams;
   std::unordered_map<std::string, Story> stories;           // rule \0 key
   std::map<std::string, OpenIncident> open;                 // rule \0 key (ordered: deterministic release)
+  std::multimap<Time, std::string> expiry;                  // when an open incident may go quiet → its key
+  std::size_t held = 0;                                     // open incidents currently held
+  bool has_absence = false;                                 // some rule has an absence step
   std::deque<RecentIncident> recent;
   std::function<void(const std::string&)> trace;
   Time now{};
@@ -310,6 +316,24 @@ struct Correlator::Impl {
     inc.remediation = expand_template(r.remediation, inc.fields);
   }
 
+  // Derived indexes of `open` and of the rules, rebuilt after a reload or a restore.
+  void rebuild_indexes() {
+    expiry.clear();
+    held = 0;
+    for (const auto& [k, oi] : open) {
+      schedule(k, oi);
+      if (oi.hold.held) ++held;
+    }
+    has_absence = false;
+    for (const auto& r : rules->rule_set().rules) {
+      for (const auto& st : r.sequence) has_absence = has_absence || st.absent_for.has_value();
+    }
+  }
+
+  void schedule(const std::string& key, const OpenIncident& oi) {
+    expiry.emplace(oi.incident.last_seen + rule(oi.rule).lifetime.quiet, key);
+  }
+
   void emit(OpenIncident& oi) {
     if (oi.hold.held) return;
     oi.emitted = true;
@@ -382,6 +406,7 @@ struct Correlator::Impl {
   void release(OpenIncident& oi, const char* why) {
     if (!oi.hold.held) return;
     oi.hold.held = false;
+    if (held > 0) --held;
     if (trace) say("  " + oi.incident.rule + ": released (" + why + ")");
     attribute(oi);
     emit(oi);
@@ -408,6 +433,7 @@ struct Correlator::Impl {
       if (completion) oi.last_completion = at;
       oi.incident.severity = max_severity(oi.incident.severity, severity);
       oi.incident.last_seen = at;
+      schedule(key, oi);
       for (const auto& [k, v] : s.fields) set_field(oi.incident.fields, k, v);
       if (escalation || oi.incident.evidence.empty()) oi.incident.evidence = story_evidence(s);
       fill_texts(oi.incident, r);
@@ -464,8 +490,10 @@ struct Correlator::Impl {
       oi.hold.until_line = std::numeric_limits<std::uint64_t>::max();
       oi.hold.stream = s.stream;
     }
+    if (oi.hold.held) ++held;
     auto [pos, inserted] = open.insert_or_assign(key, std::move(oi));
     OpenIncident& stored = pos->second;
+    schedule(key, stored);
     remember(stored);
     if (!stored.hold.held) {
       attribute(stored);
@@ -690,7 +718,8 @@ struct Correlator::Impl {
 
   // Releases held incidents whose line or time deadline this point passes; resolves quiet incidents.
   void settle_before(std::uint32_t stream_index, std::uint64_t line, Time t) {
-    for (auto& [k, oi] : open) {
+    for (auto it = open.begin(); held > 0 && it != open.end(); ++it) {
+      OpenIncident& oi = it->second;
       if (oi.hold.held && !oi.hold.cascade && oi.hold.stream == stream_index && line > oi.hold.until_line) {
         release(oi, "tolerance lines passed");
       }
@@ -700,21 +729,24 @@ struct Correlator::Impl {
   }
 
   void expire(Time t) {
-    for (auto it = open.begin(); it != open.end();) {
+    while (!expiry.empty() && expiry.begin()->first <= t) {
+      std::string key = expiry.begin()->second;
+      expiry.erase(expiry.begin());
+      auto it = open.find(key);
+      if (it == open.end()) continue;
       OpenIncident& oi = it->second;
-      const Rule& r = rule(oi.rule);
-      if (oi.incident.status == IncidentStatus::firing && t - oi.incident.last_seen >= r.lifetime.quiet) {
-        resolve(oi, oi.incident.last_seen + r.lifetime.quiet, "quiet");
+      if (oi.incident.status == IncidentStatus::firing) {
+        Time due = oi.incident.last_seen + rule(oi.rule).lifetime.quiet;
+        if (due > t) continue;  // it was seen again; a later entry stands for it
+        resolve(oi, due, "quiet");
       }
-      if (oi.incident.status == IncidentStatus::resolved) {
-        it = open.erase(it);
-      } else {
-        ++it;
-      }
+      if (oi.hold.held && held > 0) --held;
+      open.erase(it);
     }
   }
 
   void check_absences(Time t, std::chrono::steady_clock::time_point read_at) {
+    if (!has_absence) return;
     for (auto& [k, s] : stories) {
       const Rule& r = rule(s.rule);
       while (s.cursor < r.sequence.size() && r.sequence[s.cursor].absent_for &&
@@ -751,6 +783,7 @@ Correlator::Correlator(std::shared_ptr<const CompiledRules> rules, CorrelatorOpt
     : impl_(std::make_unique<Impl>()) {
   impl_->rules = std::move(rules);
   impl_->options = options;
+  impl_->rebuild_indexes();
 }
 Correlator::~Correlator() = default;
 Correlator::Correlator(Correlator&&) noexcept = default;
@@ -795,7 +828,8 @@ void Correlator::process(const RecordBatch& batch, const std::vector<Hit>& hits,
     for (; clocked < batch.size(); ++clocked) move_clock(batch[clocked]);
     m.update_rings();
     // Held incidents whose line tolerance the batch has passed.
-    for (auto& [k, oi] : m.open) {
+    for (auto it = m.open.begin(); m.held > 0 && it != m.open.end(); ++it) {
+      OpenIncident& oi = it->second;
       if (oi.hold.held && !oi.hold.cascade && m.stream(oi.hold.stream).last_line > oi.hold.until_line) {
         m.release(oi, "tolerance lines passed");
       }
@@ -811,8 +845,11 @@ void Correlator::advance(Time now, std::vector<Incident>& out) {
   auto read_at = std::chrono::steady_clock::now();
   m.batch = nullptr;
   m.check_absences(m.now, read_at);
-  for (auto& [k, oi] : m.open) {
-    if (oi.hold.held && m.now > oi.hold.until_time) m.release(oi, "hold time passed");
+  for (auto& st : m.streams) {
+    if (!st.ring.empty() && st.ring.back().time + kRingIdle < m.now) std::deque<ContextLine>().swap(st.ring);
+  }
+  for (auto it = m.open.begin(); m.held > 0 && it != m.open.end(); ++it) {
+    if (it->second.hold.held && m.now > it->second.hold.until_time) m.release(it->second, "hold time passed");
   }
   m.expire(m.now);
 }
@@ -854,6 +891,7 @@ void Correlator::replace_rules(std::shared_ptr<const CompiledRules> rules) {
   m.stories = std::move(stories);
   m.open = std::move(open);
   m.rules = std::move(rules);
+  m.rebuild_indexes();
 }
 
 void Correlator::set_trace(std::function<void(const std::string&)> trace) { impl_->trace = std::move(trace); }
@@ -1015,6 +1053,7 @@ bool Correlator::load_state(std::string_view text, std::string* error) {
       oi.hold.stream = oi.stream;
       m.open[std::to_string(rule_index) + '\0' + oj.at("key").get<std::string>()] = std::move(oi);
     }
+    m.rebuild_indexes();
     return true;
   } catch (const std::exception& e) {
     if (error) *error = e.what();

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""The HTTP API of a real `faultline run`: /healthz, /readyz, /api/v1/incidents (filters), /api/v1/incidents/<id>,
+/api/v1/rules, the page at /, the bearer token, and the --webhook shortcut delivering the same incidents."""
+import json
+import time
+
+from e2e_common import Faultline, Receiver, check, http_get, main, wait_until
+
+
+def test(work, stoppers):
+    rx = Receiver().start()
+    stoppers.append(rx.stop)
+    token = work.file("api-token", "api-secret-42\n")
+    fl = Faultline(work, "server:\n  api_token_file: %s\n" % token, args=["--webhook", rx.url("/in")]).start()
+    stoppers.append(fl.stop)
+    auth = {"Authorization": "Bearer api-secret-42"}
+
+    def api(path, headers=auth):
+        status, hdrs, body = http_get(fl.base + path, headers)
+        return status, hdrs, body
+
+    check(api("/healthz", {})[0] == 200, "healthz")
+    status, _, body = api("/readyz", {})
+    check(status == 200 and b"ok   rules" in body and b"ok   sources" in body and b"ok   state_dir" in body,
+          "readyz: %s %s" % (status, body))
+    check(api("/api/v1/incidents", {})[0] == 401, "the API answered without the token")
+    check(api("/api/v1/incidents", {"Authorization": "Bearer nope"})[0] == 401, "the API took a wrong token")
+    check(api("/", {})[0] == 401, "the page answered without the token")
+    check(api("/metrics", {})[0] == 200, "metrics need no token")
+
+    work.append("BOOM 1", "BOOM 2", "BOOM 3")
+    wait_until(lambda: json.loads(api("/api/v1/incidents")[2])["count"] == 3, 20, what="three incidents in the API")
+    work.append("RECOVERED 2")
+    wait_until(lambda: json.loads(api("/api/v1/incidents?status=resolved")[2])["count"] == 1, 20,
+               what="the resolution in the API")
+    listing = json.loads(api("/api/v1/incidents")[2])
+    check([i["fields"]["n"] for i in listing["incidents"]] == ["2", "3", "1"], "order: newest update first: %s"
+          % [i["fields"]["n"] for i in listing["incidents"]])
+    firing = json.loads(api("/api/v1/incidents?status=firing&rule=e2e-boom&severity=critical")[2])
+    check(sorted(i["fields"]["n"] for i in firing["incidents"]) == ["1", "3"], "filters: %s" % firing)
+    check(json.loads(api("/api/v1/incidents?rule=other")[2])["count"] == 0, "rule filter")
+    check(json.loads(api("/api/v1/incidents?since=1m")[2])["count"] == 3, "since=1m")
+    future = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+    check(json.loads(api("/api/v1/incidents?since=" + future)[2])["count"] == 0, "since in the future")
+    check(api("/api/v1/incidents?severity=fatal")[0] == 400, "bad severity accepted")
+    check(json.loads(api("/api/v1/incidents?limit=1")[2])["count"] == 1, "limit")
+
+    one_id = listing["incidents"][0]["id"]
+    status, hdrs, body = api("/api/v1/incidents/" + one_id)
+    check(status == 200 and json.loads(body)["status"] == "resolved", "one incident: %s %s" % (status, body[:200]))
+    check(hdrs.get("Content-Type") == "application/json", "content type %s" % hdrs.get("Content-Type"))
+    check(api("/api/v1/incidents/0000000000000000")[0] == 404, "unknown id")
+
+    rules = json.loads(api("/api/v1/rules")[2])
+    check([r["id"] for r in rules["rules"]] == ["e2e-boom"], "rules: %s" % rules)
+    check(rules["rules"][0]["severity"] == "critical" and len(rules["rules"][0]["content_hash"]) >= 8,
+          "rule info: %s" % rules)
+
+    status, hdrs, page = api("/")
+    check(status == 200 and "text/html" in hdrs.get("Content-Type", ""), "page: %s" % status)
+    check(b"E2E boom 1" in page and b"[REDACTED]" in page and b"abcdef0123456789" not in page, "page content")
+
+    # The --webhook shortcut delivered the same four revisions.
+    wait_until(lambda: len(rx.received()) == 4, 20, what="webhook deliveries")
+    ids = {r["headers"]["webhook-id"] for r in rx.received()}
+    check(len(ids) == 4, "webhook ids: %s" % ids)
+    check(fl.metric("faultline_incidents_total", rule="e2e-boom") == 3, "incidents_total")
+    check(fl.metric("faultline_incidents_active", rule="e2e-boom") == 2, "incidents_active")
+    check(fl.metric("faultline_http_requests_total", handler="unauthorized") >= 3, "401s counted")
+    check(fl.stop() == 0, "faultline exited non-zero")
+
+
+if __name__ == "__main__":
+    main(test)
