@@ -104,6 +104,7 @@ struct RecentIncident {
   std::string logical;
   std::string pod;   // namespace/pod when known
   std::string node;
+  bool node_keyed = false;  // the rule correlates a whole node (kernel log)
 };
 
 Severity max_severity(Severity a, Severity b) { return static_cast<int>(a) >= static_cast<int>(b) ? a : b; }
@@ -356,14 +357,17 @@ struct Correlator::Impl {
     std::string ns = label(s, "namespace"), pod = label(s, "pod");
     if (!pod.empty()) ri.pod = ns + "/" + pod;
     ri.node = label(s, "node");
+    ri.node_keyed = r.key.node;
     recent.push_back(std::move(ri));
     while (recent.size() > kRecentIncidents) recent.pop_front();
   }
 
+  // Same stream, same pod, or — when either side correlates a whole node (an Xid in the kernel log) — same node.
+  // Two unrelated pods on one node never explain each other.
   static bool related(const RecentIncident& a, const RecentIncident& b) {
     if (!a.logical.empty() && a.logical == b.logical) return true;
     if (!a.pod.empty() && a.pod == b.pod) return true;
-    if (!a.node.empty() && a.node == b.node) return true;
+    if ((a.node_keyed || b.node_keyed) && !a.node.empty() && a.node == b.node) return true;
     return false;
   }
 
@@ -378,6 +382,7 @@ struct Correlator::Impl {
       std::string ns = label(s, "namespace"), pod = label(s, "pod");
       if (!pod.empty()) self.pod = ns + "/" + pod;
       self.node = label(s, "node");
+      self.node_keyed = r.key.node;
     }
     const RecentIncident* best = nullptr;
     Time first = oi.incident.first_seen;

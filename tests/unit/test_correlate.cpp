@@ -2,6 +2,8 @@
 // early warnings, repeats, keys, cascades, checkpoints and determinism.
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include "faultline/correlate.hpp"
 #include "support.hpp"
 
@@ -358,4 +360,59 @@ TEST_CASE("a new instance starts a new story but keeps the incident", "[correlat
   REQUIRE(h.emitted.size() == 2);
   CHECK(h.emitted[1].id == h.emitted[0].id);
   CHECK(h.emitted[1].count == 2);
+}
+
+TEST_CASE("a node-keyed root cause explains pods on its node; unrelated pods do not explain each other", "[correlate]") {
+  auto rules = compile_yaml(R"(
+rules:
+  - id: xid
+    title: xid
+    severity: critical
+    priority: 100
+    key: [node]
+    events: {e: 'NVRM: Xid'}
+  - id: nccl
+    title: nccl
+    severity: critical
+    priority: 50
+    events: {e: 'Watchdog caught collective operation timeout'}
+  - id: arch
+    title: arch
+    severity: critical
+    priority: 90
+    events: {e: 'Unsupported architecture'}
+)");
+  std::vector<Incident> out;
+  Pipeline p(rules, [&](const Incident& i) { out.push_back(i); });
+  auto add = [&](const std::string& name, const std::string& pod) {
+    StreamIdentity id;
+    id.name = id.logical = id.instance = name;
+    id.labels = {{"node", "gpu-7"}};
+    if (!pod.empty()) id.labels.emplace_back("pod", pod);
+    DecodeOptions o;
+    o.format = ContainerFormat::raw;
+    return p.add_stream(id, o);
+  };
+  auto kmsg = add("kmsg", "");
+  auto pod_a = add("ns/a/c", "a");
+  auto pod_b = add("ns/b/c", "b");
+  SECTION("unrelated pods on one node") {
+    p.feed(pod_b, ts(0, "RuntimeError: Unsupported architecture") + "\n", at(0));
+    p.drain();
+    p.feed(pod_a, ts(10, "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5)") + "\n", at(0));
+    p.finish(at(60));
+    REQUIRE(out.size() == 2);
+    for (const auto& i : out) CHECK_FALSE(i.caused_by);
+  }
+  SECTION("an Xid in the kernel log explains the pods of its node") {
+    p.feed(kmsg, ts(0, "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.") + "\n", at(0));
+    p.drain();
+    p.feed(pod_a, ts(30, "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5)") + "\n", at(0));
+    p.finish(at(60));
+    std::map<std::string, std::string> cause;
+    for (const auto& i : out) cause[i.rule] = i.caused_by_rule;
+    REQUIRE(cause.count("nccl"));
+    CHECK(cause["nccl"] == "xid");
+    CHECK(cause["xid"].empty());
+  }
 }

@@ -1,0 +1,301 @@
+// fl_count -- faultline's own per-pattern matching-line counts, and a breakdown of where scan time goes.
+//
+// Links faultline_core and drives the public API the product uses (load_rules, compile_rules, Decoder, Scanner,
+// Pipeline) over a file held in memory:
+//
+//   fl_count [--rules PATH]... [--levels] [--format auto|raw|cri|docker] [--export FILE] [--counts]
+//            [--hits FILE] [--stages decode,scan,pipeline] [--reps N] [--cache DIR] [--json] FILE
+//
+// Counts: for every expression (every event of every rule, in rule order then event order -- the order
+// compile_rules gives them), the number of distinct *physical* lines of FILE holding at least one hit, and the
+// number of lines hit by any expression. Without --levels the events' `level:` filters are removed first, so the
+// counts are those of the regular expressions alone and comparable with grep, ripgrep, mtail, SEC and hs_limit;
+// with --levels they are the hits the correlator sees.
+//
+// --export FILE writes the expressions as TSV: `id<TAB>caseless(0|1)<TAB>rule<TAB>event<TAB>regex`, the flat list
+// the peers are given (bench/peers.py translates it per dialect).
+//
+// Stages (each timed separately, --reps times, median reported; wall and thread-CPU seconds):
+//   decode    Decoder only: framing, container unwrapping, CR split, ANSI strip, time and level parsing
+//   scan      decode + Scanner::scan per 256 KiB batch (Hyperscan + level filter + RE2 confirm/capture)
+//   pipeline  the whole Pipeline (decode + scan + correlate), incidents counted, no output
+// The counts come from the first `scan` repetition.
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "faultline/decode.hpp"
+#include "faultline/match.hpp"
+#include "faultline/pipeline.hpp"
+#include "faultline/rules.hpp"
+
+using namespace faultline;
+
+namespace {
+
+[[noreturn]] void die(const std::string& msg) {
+  std::cerr << "fl_count: " << msg << "\n";
+  std::exit(2);
+}
+
+double thread_cpu() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+double wall() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) die("cannot open " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Timing {
+  std::vector<double> wall, cpu;
+  double median(std::vector<double> v) const {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+  }
+};
+
+std::string json_escape(std::string_view s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      o += b;
+    } else {
+      o += c;
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> rule_paths;
+  std::string input, export_path, hits_path, cache;
+  bool keep_levels = false, counts = false, json = false;
+  std::vector<std::string> stages = {"scan"};
+  int reps = 1;
+  DecodeOptions decode;
+  decode.format = ContainerFormat::auto_detect;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto need = [&]() -> std::string {
+      if (i + 1 >= argc) die(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--rules") {
+      rule_paths.push_back(need());
+    } else if (a == "--levels") {
+      keep_levels = true;
+    } else if (a == "--format") {
+      auto f = parse_container_format(need());
+      if (!f) die("bad --format");
+      decode.format = *f;
+    } else if (a == "--export") {
+      export_path = need();
+    } else if (a == "--counts") {
+      counts = true;
+    } else if (a == "--hits") {
+      hits_path = need();
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--cache") {
+      cache = need();
+    } else if (a == "--reps") {
+      reps = std::max(1, std::stoi(need()));
+    } else if (a == "--stages") {
+      stages.clear();
+      std::stringstream ss(need());
+      std::string s;
+      while (std::getline(ss, s, ',')) {
+        if (s != "decode" && s != "scan" && s != "pipeline") die("unknown stage " + s);
+        stages.push_back(s);
+      }
+    } else if (a == "-h" || a == "--help") {
+      std::cout << "usage: fl_count [--rules PATH]... [--levels] [--format F] [--export FILE] [--counts] "
+                   "[--hits FILE] [--stages decode,scan,pipeline] [--reps N] [--cache DIR] [--json] [FILE]\n";
+      return 0;
+    } else if (a.size() > 1 && a[0] == '-') {
+      die("unknown option " + a);
+    } else {
+      input = a;
+    }
+  }
+  if (rule_paths.empty()) rule_paths.push_back(default_rules_dir());
+
+  LoadResult loaded = load_rules(rule_paths);
+  for (const auto& d : loaded.diagnostics) std::cerr << d.str() << "\n";
+  if (!loaded.ok()) die("rules do not load");
+  std::vector<std::uint32_t> first_expr;  // per rule: id of its first expression
+  struct Expr {
+    std::string rule, event, regex;
+    bool caseless;
+  };
+  std::vector<Expr> exprs;
+  for (auto& rule : loaded.rules.rules) {
+    first_expr.push_back(static_cast<std::uint32_t>(exprs.size()));
+    for (auto& ev : rule.events) {
+      if (!keep_levels) ev.levels.clear();
+      exprs.push_back({rule.id, ev.name, ev.regex, ev.caseless});
+    }
+  }
+  if (!export_path.empty()) {
+    std::ofstream out(export_path);
+    for (std::size_t i = 0; i < exprs.size(); ++i) {
+      if (exprs[i].regex.find_first_of("\t\n") != std::string::npos) die("pattern with a tab or newline");
+      out << i << '\t' << (exprs[i].caseless ? 1 : 0) << '\t' << exprs[i].rule << '\t' << exprs[i].event << '\t'
+          << exprs[i].regex << '\n';
+    }
+  }
+  double c0 = wall();
+  CompileResult compiled = compile_rules(std::move(loaded.rules), CompileOptions{cache});
+  double compile_s = wall() - c0;
+  for (const auto& d : compiled.diagnostics) std::cerr << d.str() << "\n";
+  if (!compiled.rules) die("rules do not compile");
+  if (input.empty()) {
+    std::cout << "compiled " << exprs.size() << " patterns in " << compile_s << " s"
+              << (compiled.info.from_cache ? " (cache)" : "") << "\n";
+    return 0;
+  }
+  const std::string data = read_file(input);
+  const Time read_time{std::chrono::seconds(1796000000)};  // fixed: replays are deterministic
+  decode.time.reference = read_time;
+  constexpr std::size_t kChunk = 1 << 20;
+  constexpr std::size_t kBatch = 256 * 1024;
+
+  std::vector<std::uint64_t> line_counts(exprs.size(), 0), last_line(exprs.size(), 0), hit_counts(exprs.size(), 0);
+  std::uint64_t union_lines = 0, last_union = 0, records = 0, lines_total = 0, incidents = 0;
+  std::FILE* hits_out = hits_path.empty() ? nullptr : std::fopen(hits_path.c_str(), "w");
+  std::map<std::string, Timing> timings;
+
+  for (int rep = 0; rep < reps; ++rep) {
+    for (const auto& stage : stages) {
+      double w0 = wall(), t0 = thread_cpu();
+      if (stage == "pipeline") {
+        std::uint64_t n = 0;
+        Pipeline p(compiled.rules, [&](const Incident&) { ++n; });
+        StreamIdentity id;
+        id.name = id.logical = id.instance = input;
+        auto s = p.add_stream(id, decode);
+        for (std::size_t off = 0; off < data.size(); off += kChunk)
+          p.feed(s, std::string_view(data).substr(off, kChunk), read_time);
+        p.flush_partial(s, read_time);
+        p.finish(p.correlator().now());
+        incidents = n;
+      } else {
+        const bool scan = stage == "scan";
+        const bool count = scan && rep == 0;
+        Decoder dec(0, decode);
+        Scanner scanner(compiled.rules);
+        RecordBatch batch;
+        std::vector<Hit> hits;
+        std::uint64_t recs = 0;
+        auto drain = [&]() {
+          recs += batch.size();
+          if (scan) {
+            hits.clear();
+            scanner.scan(batch, hits);
+            if (count) {
+              for (const auto& h : hits) {
+                const std::uint64_t line = batch[h.record].line;
+                const std::uint32_t e = first_expr[h.event.rule] + h.event.event;
+                ++hit_counts[e];
+                if (last_line[e] != line) {
+                  last_line[e] = line;
+                  ++line_counts[e];
+                  if (hits_out) std::fprintf(hits_out, "%llu\t%u\n", static_cast<unsigned long long>(line), e);
+                }
+                if (last_union != line) {
+                  last_union = line;
+                  ++union_lines;
+                }
+              }
+            }
+          }
+          batch.clear();
+        };
+        for (std::size_t off = 0; off < data.size(); off += kChunk) {
+          std::string_view chunk = std::string_view(data).substr(off, kChunk);
+          // Feed in slices so a batch stays near kBatch, as the Pipeline does.
+          while (!chunk.empty()) {
+            std::size_t take = std::min<std::size_t>(chunk.size(), std::max<std::size_t>(kBatch - std::min(kBatch, batch.bytes()), 4096));
+            dec.feed(chunk.substr(0, take), read_time, batch);
+            chunk.remove_prefix(take);
+            if (batch.bytes() >= kBatch) drain();
+          }
+        }
+        dec.flush(read_time, batch);
+        drain();
+        records = recs;
+        lines_total = dec.committed_line() - 1;
+      }
+      double w = wall() - w0, t = thread_cpu() - t0;
+      timings[stage].wall.push_back(w);
+      timings[stage].cpu.push_back(t);
+    }
+  }
+  if (hits_out) std::fclose(hits_out);
+
+  const double mb = static_cast<double>(data.size()) / 1e6;
+  if (json) {
+    std::cout << "{\"bytes\":" << data.size() << ",\"records\":" << records << ",\"lines\":" << lines_total
+              << ",\"patterns\":" << exprs.size() << ",\"compile_s\":" << compile_s
+              << ",\"from_cache\":" << (compiled.info.from_cache ? "true" : "false") << ",\"incidents\":" << incidents
+              << ",\"union_lines\":" << union_lines << ",\"stages\":{";
+    bool first = true;
+    for (const auto& [name, t] : timings) {
+      std::cout << (first ? "" : ",") << "\"" << name << "\":{\"wall_s\":" << t.median(t.wall)
+                << ",\"cpu_s\":" << t.median(t.cpu) << "}";
+      first = false;
+    }
+    std::cout << "}";
+    if (counts) {
+      std::cout << ",\"counts\":[";
+      for (std::size_t i = 0; i < exprs.size(); ++i)
+        std::cout << (i ? "," : "") << "{\"id\":" << i << ",\"lines\":" << line_counts[i] << ",\"hits\":" << hit_counts[i]
+                  << ",\"rule\":\"" << json_escape(exprs[i].rule) << "\",\"event\":\"" << json_escape(exprs[i].event)
+                  << "\"}";
+      std::cout << "]";
+    }
+    std::cout << "}\n";
+    return 0;
+  }
+  std::printf("file %s: %.1f MB, %llu physical lines, %llu records; %zu patterns compiled in %.3f s%s\n", input.c_str(),
+              mb, static_cast<unsigned long long>(lines_total), static_cast<unsigned long long>(records), exprs.size(),
+              compile_s, compiled.info.from_cache ? " (cache)" : "");
+  for (const auto& [name, t] : timings) {
+    double w = t.median(t.wall), c = t.median(t.cpu);
+    std::printf("stage %-8s wall %.3f s (%.0f MB/s)  cpu %.3f s (%.0f MB/s)\n", name.c_str(), w, mb / w, c, mb / c);
+  }
+  if (std::find(stages.begin(), stages.end(), "pipeline") != stages.end())
+    std::printf("incidents %llu\n", static_cast<unsigned long long>(incidents));
+  std::printf("lines hit by any pattern: %llu\n", static_cast<unsigned long long>(union_lines));
+  if (counts) {
+    for (std::size_t i = 0; i < exprs.size(); ++i)
+      std::printf("%zu\t%llu\t%s/%s\n", i, static_cast<unsigned long long>(line_counts[i]), exprs[i].rule.c_str(),
+                  exprs[i].event.c_str());
+  }
+  return 0;
+}
