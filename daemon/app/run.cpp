@@ -514,6 +514,7 @@ class PipelineFeeder final : public TailHandler {
     DecodeOptions d;
     d.format = format;
     d.max_line_bytes = config_.max_line_bytes;
+    d.time.utc_offset = config_.utc_offset;
     std::uint32_t index = pipeline_.add_stream(identity, d);
     const std::string* source = find_field(identity.labels, "source");
     Stream s;
@@ -911,7 +912,7 @@ int run_command(int argc, char** argv) {
     now = clock.steady();
     if (now >= next_tick) {
       next_tick = now + tick;
-      pipeline.advance(clock.now());
+      pipeline.tick(clock.now());
       feeder.harvest_all();
       for (const auto& [source, lag] : tailer.lag_by_source()) m.source(source).lag_bytes.Set(static_cast<double>(lag));
       const auto& t = tailer.stats();
@@ -939,7 +940,7 @@ int run_command(int argc, char** argv) {
   // Shutdown: stop reading, finish what is in flight, checkpoint, let the sinks flush for a bounded time.
   tailer.stop();
   pipeline.drain();
-  pipeline.advance(clock.now());
+  pipeline.tick(clock.now());
   write_cp("shutdown");
   feeder.harvest_all();
   spdlog::info("stopped: {}", stats_json(pipeline, tailer, emitter));

@@ -131,6 +131,7 @@ struct Correlator::Impl {
   std::function<void(const std::string&)> trace;
   Time now{};
   bool log_time_seen = false;      // once lines carry their own time, only those move the clock
+  Time log_now{};                  // the latest time the lines themselves gave (advance() does not move it)
   std::uint64_t current_line = 0;  // line of the hit being processed
   std::vector<Incident>* out = nullptr;
   const RecordBatch* batch = nullptr;
@@ -819,9 +820,11 @@ void Correlator::process(const RecordBatch& batch, const std::vector<Hit>& hits,
     if (rec.time_from_log) {
       // The first timed line replaces a clock that only knew the time of reading.
       m.now = m.log_time_seen ? std::max(m.now, rec.time) : rec.time;
+      m.log_now = m.log_time_seen ? std::max(m.log_now, rec.time) : rec.time;
       m.log_time_seen = true;
     } else if (!m.log_time_seen) {
       m.now = std::max(m.now, rec.time);
+      m.log_now = std::max(m.log_now, rec.time);
     }
   };
   std::size_t clocked = 0;  // records up to here have moved the clock
@@ -908,6 +911,7 @@ std::vector<Incident> Correlator::open_incidents() const {
 }
 
 Time Correlator::now() const { return impl_->now; }
+Time Correlator::log_now() const { return impl_->log_now; }
 const CorrelatorStats& Correlator::stats() const { return impl_->stats; }
 
 // ---- checkpoint state ------------------------------------------------------------------------------------------

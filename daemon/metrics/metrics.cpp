@@ -133,26 +133,36 @@ Metrics::Metrics(std::string_view version) : registry_(std::make_shared<promethe
 Metrics::~Metrics() = default;
 
 std::string Metrics::serialize() {
-  std::vector<std::function<void()>> hooks;
-  {
-    std::lock_guard lock(mutex_);
-    hooks = hooks_;
-  }
   if (auto ms = checkpoint_unix_ms_.load(); ms > 0) {
     auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::system_clock::now().time_since_epoch())
                    .count();
     checkpoint_age_->Set(static_cast<double>(std::max<std::int64_t>(0, now - ms)) / 1000.0);
   }
-  for (auto& hook : hooks) hook();
+  {
+    std::lock_guard running(hooks_running_);
+    std::vector<std::function<void()>> hooks;
+    {
+      std::lock_guard lock(mutex_);
+      for (const auto& [id, hook] : hooks_) hooks.push_back(hook);
+    }
+    for (auto& hook : hooks) hook();
+  }
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, registry_->Collect());
   return out.str();
 }
 
-void Metrics::add_collect_hook(std::function<void()> hook) {
+std::size_t Metrics::add_collect_hook(std::function<void()> hook) {
   std::lock_guard lock(mutex_);
-  hooks_.push_back(std::move(hook));
+  hooks_.emplace_back(next_hook_id_, std::move(hook));
+  return next_hook_id_++;
+}
+
+void Metrics::remove_collect_hook(std::size_t id) {
+  std::lock_guard running(hooks_running_);
+  std::lock_guard lock(mutex_);
+  std::erase_if(hooks_, [id](const auto& h) { return h.first == id; });
 }
 
 SourceMetrics& Metrics::source(std::string_view name) {

@@ -130,6 +130,7 @@ struct Outputs::Impl {
   ApiContext api;
   std::string listen;
   std::map<std::pair<std::string, Severity>, prometheus::Gauge*> active_gauges;
+  std::size_t hook_id = 0;  // our collect hook in `metrics`, removed at stop
   bool soft_stop = false;  // loops exit once their spool is empty
   bool hard_stop = false;  // loops exit now
   std::atomic<bool> idle{false};
@@ -294,7 +295,7 @@ bool Outputs::start(std::string* error) {
   };
 
   // Scrape-time gauges: the age of each sink's oldest pending delivery.
-  d.metrics.add_collect_hook([&d] {
+  d.hook_id = d.metrics.add_collect_hook([&d] {
     auto now = unix_ms();
     for (auto& w : d.sinks) {
       auto o = w->oldest_ms.load();
@@ -415,6 +416,8 @@ void Outputs::stop(Duration grace) {
   });
   d.guard.reset();
   d.thread.join();
+  if (d.hook_id) d.metrics.remove_collect_hook(d.hook_id);  // the metrics may outlive us (a shared registry)
+  d.hook_id = 0;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -54,6 +54,7 @@ struct ServerSettings {
 struct Config {
   std::string file;        // where it came from; empty: built-in defaults
   std::string node_name;   // `node` label; default $NODE_NAME, else the host name
+  std::chrono::seconds utc_offset{0};  // zone of times that logs print without one (vLLM, SGLang, Python logging)
   std::string state_dir;   // default $STATE_DIRECTORY (its first entry), else /var/lib/faultline
   std::string listen = "127.0.0.1:9464";  // HTTP (metrics, API); "" or "off": no server
   std::string output = "-";               // incident JSON lines: "-" stdout, "" none, else a file (appended)

@@ -59,6 +59,8 @@ class Correlator {
 
   std::vector<Incident> open_incidents() const;
   Time now() const;
+  // The latest time the lines themselves carried (never moved by advance()).
+  Time log_now() const;
   const CorrelatorStats& stats() const;
 
  private:

@@ -72,8 +72,10 @@ class Metrics {
 
   // The Prometheus text exposition format (0.0.4) of everything registered. Runs the collect hooks first.
   std::string serialize();
-  // Called before every serialize(), e.g. to refresh gauges that depend on the time of the scrape.
-  void add_collect_hook(std::function<void()> hook);
+  // Called before every serialize(), e.g. to refresh gauges that depend on the time of the scrape. Returns an id for
+  // remove_collect_hook, which waits for a running serialize() to finish with the hook.
+  std::size_t add_collect_hook(std::function<void()> hook);
+  void remove_collect_hook(std::size_t id);
 
   // --- handles -----------------------------------------------------------------------------------------------
   SourceMetrics& source(std::string_view name);
@@ -143,7 +145,9 @@ class Metrics {
   std::mutex mutex_;  // guards the maps below and the hooks
   std::vector<std::pair<std::string, std::unique_ptr<SourceMetrics>>> sources_;
   std::vector<std::pair<std::string, std::unique_ptr<SinkMetrics>>> sinks_;
-  std::vector<std::function<void()>> hooks_;
+  std::mutex hooks_running_;  // held while hooks run, so a removed hook is never running after removal
+  std::vector<std::pair<std::size_t, std::function<void()>>> hooks_;
+  std::size_t next_hook_id_ = 1;
   std::atomic<std::int64_t> checkpoint_unix_ms_{0};
 };
 

@@ -53,6 +53,10 @@ class Pipeline {
   void drain();
   // Drains, then moves the correlator's clock (absences, held incidents, lifetimes).
   void advance(Time now);
+  // Live sources: moves the event clock by the wall time that passed since the lines last moved it. While lines flow
+  // the clock follows their own timestamps; in silence it runs on with the wall clock. So following a live log and
+  // replaying an old one give the same incidents (windows, holds and lifetimes all run on event time).
+  void tick(Time wall_now);
   // End of input: flushes partial lines and held incidents.
   void finish(Time read_time);
 

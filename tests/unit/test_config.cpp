@@ -175,7 +175,7 @@ sinks:
 }
 
 TEST_CASE("unknown keys are errors at the key, at every level") {
-  CHECK(only_error(load("colour: blue\n")) == "1:1: config: unknown key 'colour' (known: node_name, state_dir, "
+  CHECK(only_error(load("colour: blue\n")) == "1:1: config: unknown key 'colour' (known: node_name, utc_offset, state_dir, "
                                               "listen, output, log, rules, sources, tail, pipeline, "
                                               "checkpoint_interval, shutdown_timeout, server, redaction, "
                                               "queue_capacity, max_incidents, sinks)");
@@ -303,4 +303,15 @@ TEST_CASE("rule overrides: disable, severity, labels; unknown rule is a warning"
   REQUIRE(diags.size() == 1);
   CHECK(diags[0].kind == Diagnostic::Kind::warning);
   CHECK(diags[0].pos.line == 9);
+}
+
+TEST_CASE("utc_offset reads the zone of unzoned log times") {
+  auto ok = load("utc_offset: \"+08:00\"\n");
+  REQUIRE(ok.ok());
+  CHECK(ok.config.utc_offset == std::chrono::hours(8));
+  auto west = load("utc_offset: \"-05:30\"\n");
+  REQUIRE(west.ok());
+  CHECK(west.config.utc_offset == -(std::chrono::hours(5) + std::chrono::minutes(30)));
+  auto bad = load("utc_offset: CET\n");
+  CHECK_FALSE(bad.ok());
 }

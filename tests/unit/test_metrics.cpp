@@ -129,8 +129,11 @@ TEST_CASE("reloads, checkpoints, latency and collect hooks", "[metrics]") {
   m.observe_incident_latency(std::chrono::steady_clock::now() - std::chrono::milliseconds(20));
   m.observe_incident_latency({});  // unset: ignored
   int hook_calls = 0;
-  m.add_collect_hook([&] { ++hook_calls; });
+  auto hook = m.add_collect_hook([&] { ++hook_calls; });
   auto text = m.serialize();
+  CHECK(hook_calls == 1);
+  m.remove_collect_hook(hook);
+  m.serialize();
   CHECK(hook_calls == 1);
   CHECK(text.find("faultline_reloads_total{result=\"success\"} 1") != std::string::npos);
   CHECK(text.find("faultline_reloads_total{result=\"failure\"} 1") != std::string::npos);
