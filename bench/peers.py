@@ -420,7 +420,7 @@ class Emitter:
         return "[" + ("^" if c.neg else "") + body + "]"
 
     def cls_char(self, ch: str) -> str:
-        if ch in "\\]-^[&~":
+        if ch in "\\]-^[&~" or (ch == "/" and self.mtail):
             return "\\" + ch
         o = ord(ch)
         if o < 0x20 or o >= 0x7f:

@@ -29,7 +29,7 @@ if(EXISTS ${FAULTLINE_DEPLOY_DIR}/prometheus/alerts.yaml)
 endif()
 if(EXISTS ${FAULTLINE_DEPLOY_DIR}/config.example.yaml)
   install(FILES ${FAULTLINE_DEPLOY_DIR}/config.example.yaml
-          DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/faultline RENAME config.yaml)
+          DESTINATION /etc/faultline RENAME config.yaml)  # the unit reads /etc/faultline/config.yaml whatever the prefix
   install(FILES ${FAULTLINE_DEPLOY_DIR}/config.example.yaml DESTINATION ${CMAKE_INSTALL_DATADIR}/faultline)
 endif()
 

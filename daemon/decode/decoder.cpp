@@ -11,6 +11,9 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "decode_internal.hpp"
 
@@ -41,6 +44,29 @@ std::size_t utf8_floor(const char* d, std::size_t n) {
     else if (c >= 0xE0 && c <= 0xEF) need = 3;
     else if (c >= 0xC2 && c <= 0xDF) need = 2;
     return back < need ? n - back : n;
+  }
+  return n;
+}
+
+// Index of the first byte of [p, p + n) that needs more than copying -- '\n' (end of line), '\r' (a segment break),
+// ESC or '^' (ANSI / caret-notation codes) -- or n. One pass instead of one memchr per byte value: most lines hold
+// none of them but the final '\n', and then the whole line is one plain record (see feed_raw and take).
+std::size_t find_special(const char* p, std::size_t n) {
+  std::size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'), esc = _mm_set1_epi8('\x1b'),
+                caret = _mm_set1_epi8('^');
+  for (; i + 16 <= n; i += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    const __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, lf), _mm_cmpeq_epi8(v, cr)),
+                                   _mm_or_si128(_mm_cmpeq_epi8(v, esc), _mm_cmpeq_epi8(v, caret)));
+    const int mask = _mm_movemask_epi8(m);
+    if (mask != 0) return i + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+  }
+#endif
+  for (; i < n; ++i) {
+    const char c = p[i];
+    if (c == '\n' || c == '\r' || c == '\x1b' || c == '^') return i;
   }
   return n;
 }
@@ -133,6 +159,12 @@ struct Decoder::Impl {
       scratch.resize(decode_detail::strip_ansi(scratch.data(), scratch.size()));
       view = scratch;
     }
+    emit_clean(view, line, offset, wrap_time, truncated, out);
+  }
+
+  // A record whose text needs no cleaning (no ANSI or caret codes).
+  void emit_clean(std::string_view view, std::uint64_t line, std::uint64_t offset, const std::optional<Time>& wrap_time,
+                  bool truncated, RecordBatch& out) {
     if (is_blank(view)) return;
     const LineMeta m = decode_detail::parse_line_meta(view, opt.time, read_time);
     RecordMeta r;
@@ -194,6 +226,13 @@ struct Decoder::Impl {
   }
 
   void take(Assembler& a, const Piece& pc, RecordBatch& out) {
+    // Fast path: a whole logical line in one piece with nothing to split, cut or clean is one record as it is.
+    // (Exactly what the general path below does for such a piece, without its byte-by-byte searches.)
+    if (!a.open && pc.end && !pc.cut && pc.data.size() <= max_line &&
+        find_special(pc.data.data(), pc.data.size()) == pc.data.size()) {
+      if (!pc.data.empty()) emit_clean(pc.data, pc.line, pc.line_offset, pc.time, false, out);
+      return;
+    }
     if (!a.open) {
       a.open = true;
       a.first_piece = true;
@@ -323,7 +362,19 @@ struct Decoder::Impl {
   std::size_t feed_raw(std::string_view bytes, std::size_t i, RecordBatch& out) {
     const char* p = bytes.data() + i;
     const std::size_t len = bytes.size() - i;
-    const void* nl = std::memchr(p, '\n', len);
+    std::size_t from = 0;  // no '\n' before this
+    if (!chan[kRaw].open) {
+      // Fast path: one pass finds the end of the line and tells whether anything before it needs more than copying.
+      const std::size_t k = find_special(p, len);
+      if (k < len && p[k] == '\n' && k <= max_line) {
+        if (k > 0) emit_clean(std::string_view(p, k), line_no, line_start, std::nullopt, false, out);
+        pos += k + 1;
+        end_physical_line();
+        return i + k + 1;
+      }
+      from = k;
+    }
+    const void* nl = from < len ? std::memchr(p + from, '\n', len - from) : nullptr;
     Piece pc;
     pc.offset = pos;
     pc.line = line_no;

@@ -331,6 +331,7 @@ void Redactor::apply(Incident& incident) const {
       line.truncated = true;
     }
   }
+  incident.title = redact(incident.title);
   incident.summary = redact(incident.summary);
   incident.remediation = redact(incident.remediation);
   for (auto& [k, v] : incident.fields) v = redact(v);

@@ -99,7 +99,7 @@ class Redactor {
   static std::unique_ptr<Redactor> create(const RedactionOptions& options, std::string* error = nullptr);
   ~Redactor();
   std::string redact(std::string_view text) const;
-  // Evidence text, summary, remediation and field values; evidence capped in count and bytes.
+  // Evidence text, title, summary, remediation and field values; evidence capped in count and bytes.
   void apply(Incident& incident) const;
 
  private:

@@ -225,8 +225,7 @@ def t_live(cases, binary):
         "output": "",
         "rules": {"paths": [os.path.join(tmp, "rules")], "watch": False},
         "sources": [{"type": "file", "paths": [log], "source": "app", "start_at": "beginning"}],
-        "sinks": {"webhooks": [{"name": "test", "url": "http://127.0.0.1:%d/hook" % httpd.server_address[1],
-                                "format": "json"}]},
+        "sinks": [{"name": "test", "url": "http://127.0.0.1:%d/hook" % httpd.server_address[1], "format": "json"}],
     }
     cfg = os.path.join(tmp, "config.yaml")
     with open(cfg, "w") as f:
