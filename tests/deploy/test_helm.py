@@ -128,6 +128,23 @@ def env_of(c, name):
     raise AssertionError("container %s has no env %s" % (c["name"], name))
 
 
+def daemon_accepts(cfg):
+    """The real daemon validates a rendered config.yaml (`faultline run --check-config`), with the repository's rules
+    standing in for the ConfigMap mounts that only exist in a pod."""
+    binary = os.environ.get("FAULTLINE_BIN")
+    if not binary or not os.access(binary, os.X_OK):
+        raise AssertionError("FAULTLINE_BIN is not set: cannot check the rendered config with the daemon")
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "config.yaml")
+        with open(path, "w") as f:
+            yaml.safe_dump(cfg, f)
+        p = subprocess.run([binary, "run", "--config", path, "--rules", os.path.join(SOURCE_DIR, "rules"),
+                            "--state-dir", os.path.join(tmp, "state"), "--check-config"],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, "faultline rejects the rendered config:\n" + p.stderr[-3000:]
+
+
 def config_of(r, c, spec):
     """The config.yaml a faultline container runs with: --config PATH resolved through its mounts."""
     args = c.get("args") or []
@@ -141,7 +158,9 @@ def config_of(r, c, spec):
             cm = r.configmap(v["configMap"]["name"])
             assert cm is not None, "ConfigMap %s is not rendered" % v["configMap"]["name"]
             key = path[len(m["mountPath"].rstrip("/")) + 1:]
-            return yaml.safe_load(cm["data"][key])
+            cfg = yaml.safe_load(cm["data"][key])
+            daemon_accepts(cfg)
+            return cfg
     raise AssertionError("config %s is on no mount" % path)
 
 
@@ -380,13 +399,13 @@ def t_full(cases):
         cfg = config_of(r, c, dspec)
         assert "/etc/faultline/rules/custom" in cfg["rules"]["paths"]
         assert "/etc/faultline/rules/extra-gitops-rules" in cfg["rules"]["paths"]
-        assert cfg["rules"]["overrides"] == [{"rule": "team-serving-oom", "severity": "warning",
-                                              "labels": {"team": "serving"}}]
+        assert cfg["rules"]["overrides"] == {"team-serving-oom": {"severity": "warning",
+                                                                  "labels": {"team": "serving"}}}
         cm = r.configmap("fl-faultline-rules-custom")
         rule = yaml.safe_load(cm["data"]["team-oom.yaml"])
         assert rule["id"] == "team-serving-oom"
         check_rule_mounts(r, c, dspec, cfg)
-        assert cfg["log"] == {"level": "debug"} and cfg["sinks"]["webhooks"][0]["name"] == "alertmanager"
+        assert cfg["log"] == {"level": "debug"} and cfg["sinks"][0]["name"] == "alertmanager"
         assert cfg["listen"] == "0.0.0.0:9464", "user config must not displace the chart's listen"
         kinds = [s.get("source") for s in cfg["sources"]]
         assert kinds == ["pods", "kernel", "vllm-host-logs"], kinds
