@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#if defined(__SSE2__)
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#elif defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
@@ -51,7 +53,31 @@ std::size_t utf8_floor(const char* d, std::size_t n) {
 // Index of the first byte of [p, p + n) that needs more than copying -- '\n' (end of line), '\r' (a segment break),
 // ESC or '^' (ANSI / caret-notation codes) -- or n. One pass instead of one memchr per byte value: most lines hold
 // none of them but the final '\n', and then the whole line is one plain record (see feed_raw and take).
-std::size_t find_special(const char* p, std::size_t n) {
+std::size_t find_special_scalar(const char* p, std::size_t i, std::size_t n) {
+  for (; i < n; ++i) {
+    const char c = p[i];
+    if (c == '\n' || c == '\r' || c == '\x1b' || c == '^') return i;
+  }
+  return n;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) std::size_t find_special_avx2(const char* p, std::size_t n) {
+  const __m256i lf = _mm256_set1_epi8('\n'), cr = _mm256_set1_epi8('\r'), esc = _mm256_set1_epi8('\x1b'),
+                caret = _mm256_set1_epi8('^');
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i));
+    const __m256i m = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(v, lf), _mm256_cmpeq_epi8(v, cr)),
+                                      _mm256_or_si256(_mm256_cmpeq_epi8(v, esc), _mm256_cmpeq_epi8(v, caret)));
+    const auto mask = static_cast<unsigned>(_mm256_movemask_epi8(m));
+    if (mask != 0) return i + static_cast<std::size_t>(__builtin_ctz(mask));
+  }
+  return find_special_scalar(p, i, n);
+}
+#endif
+
+std::size_t find_special_sse2(const char* p, std::size_t n) {
   std::size_t i = 0;
 #if defined(__SSE2__)
   const __m128i lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'), esc = _mm_set1_epi8('\x1b'),
@@ -64,11 +90,18 @@ std::size_t find_special(const char* p, std::size_t n) {
     if (mask != 0) return i + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
   }
 #endif
-  for (; i < n; ++i) {
-    const char c = p[i];
-    if (c == '\n' || c == '\r' || c == '\x1b' || c == '^') return i;
-  }
-  return n;
+  return find_special_scalar(p, i, n);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
+#endif
+
+std::size_t find_special(const char* p, std::size_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (kHaveAvx2) return find_special_avx2(p, n);
+#endif
+  return find_special_sse2(p, n);
 }
 
 // A piece of the message of one logical line, as handed from unwrapping to assembling.

@@ -175,27 +175,69 @@ struct Ctx {
   }
 };
 
+// Consecutive lines nearly always print the same date: remember the last date's day number (per thread; pure
+// functions otherwise).
+std::int64_t civil_days(int year, int month, int day) {
+  struct Last {
+    int year = 0, month = 0, day = 0;
+    std::int64_t days = 0;
+  };
+  thread_local Last last;
+  if (last.month != 0 && last.year == year && last.month == month && last.day == day) return last.days;
+  last = {year, month, day, days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day))};
+  return last.days;
+}
+
 std::int64_t stamp_ns(int year, const Stamp& t, std::int64_t offset_s) {
-  const std::int64_t secs = days_from_civil(year, static_cast<unsigned>(t.month), static_cast<unsigned>(t.day)) * 86400 +
-                            t.hour * 3600 + t.minute * 60 + t.second - offset_s;
+  const std::int64_t secs = civil_days(year, t.month, t.day) * 86400 + t.hour * 3600 + t.minute * 60 + t.second - offset_s;
   return secs * kNsPerSec + t.nanos;
+}
+
+// No year printed: the latest year that puts the time no more than a day after the reference.
+int infer_year(const Stamp& t, std::int64_t ref, std::int64_t offset_s, bool& found) {
+  const std::int64_t limit = ref + 86400 * kNsPerSec;
+  std::int64_t local_days = (ref + offset_s * kNsPerSec) / (86400 * kNsPerSec);
+  if ((ref + offset_s * kNsPerSec) % (86400 * kNsPerSec) < 0) --local_days;
+  const auto ref_year = static_cast<int>(civil_from_days(local_days).year);
+  found = true;
+  for (int y = ref_year + 1; y >= ref_year - 8; --y) {
+    if (t.month == 2 && t.day == 29 && !is_leap(y)) continue;
+    if (stamp_ns(y, t, offset_s) <= limit) return y;
+  }
+  found = false;
+  return ref_year;
 }
 
 Time to_time(const Stamp& t, const Ctx& ctx) {
   const std::int64_t offset_s = t.has_zone ? t.zone_s : ctx.tc.utc_offset.count();
   if (t.year >= 0) return Time(Duration(stamp_ns(t.year, t, offset_s)));
-  // No year printed: the latest year that puts the time no more than a day after the reference.
   const std::int64_t ref = ctx.reference().time_since_epoch().count();
-  const std::int64_t limit = ref + 86400 * kNsPerSec;
-  std::int64_t local_days = (ref + offset_s * kNsPerSec) / (86400 * kNsPerSec);
-  if ((ref + offset_s * kNsPerSec) % (86400 * kNsPerSec) < 0) --local_days;
-  const auto ref_year = static_cast<int>(civil_from_days(local_days).year);
-  for (int y = ref_year + 1; y >= ref_year - 8; --y) {
-    if (t.month == 2 && t.day == 29 && !is_leap(y)) continue;
-    const std::int64_t ns = stamp_ns(y, t, offset_s);
-    if (ns <= limit) return Time(Duration(ns));
+  // The year depends on the date and, only near the reference, on the time of day. A date whose first and last
+  // instants get the same year gets it at every instant (the choice is monotonic in time), so it is remembered.
+  struct Last {
+    std::int64_t ref = 0, offset_s = 0;
+    int month = 0, day = 0, year = 0;
+  };
+  thread_local Last last;
+  if (last.month != 0 && last.ref == ref && last.offset_s == offset_s && last.month == t.month && last.day == t.day) {
+    return Time(Duration(stamp_ns(last.year, t, offset_s)));
   }
-  return Time(Duration(stamp_ns(ref_year, t, offset_s)));
+  bool found = false;
+  const int year = infer_year(t, ref, offset_s, found);
+  if (found) {
+    Stamp first = t, end = t;
+    first.hour = first.minute = first.second = 0;
+    first.nanos = 0;
+    end.hour = 23;
+    end.minute = 59;
+    end.second = 60;
+    end.nanos = kNsPerSec - 1;
+    bool f1 = false, f2 = false;
+    if (infer_year(first, ref, offset_s, f1) == year && f1 && infer_year(end, ref, offset_s, f2) == year && f2) {
+      last = {ref, offset_s, t.month, t.day, year};
+    }
+  }
+  return Time(Duration(stamp_ns(year, t, offset_s)));
 }
 
 // Upper-case level words as printed by Python logging, vLLM, uvicorn, TensorRT-LLM.
