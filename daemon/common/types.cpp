@@ -43,26 +43,6 @@ unsigned days_in_month(int y, unsigned m) {
   return (m == 2 && is_leap(y)) ? 29u : kDays[m - 1];
 }
 
-struct Civil {
-  std::int64_t year;
-  unsigned month;
-  unsigned day;
-};
-
-// Inverse of days_from_civil (H. Hinnant's algorithm).
-Civil civil_from_days(std::int64_t z) {
-  z += 719468;
-  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const auto doe = static_cast<unsigned>(z - era * 146097);
-  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const std::int64_t y = static_cast<std::int64_t>(yoe) + era * 400;
-  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const unsigned mp = (5 * doy + 2) / 153;
-  const unsigned d = doy - (153 * mp + 2) / 5 + 1;
-  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
-  return Civil{m <= 2 ? y + 1 : y, m, d};
-}
-
 struct UnitSpec {
   std::string_view suffix;
   std::int64_t nanos;
@@ -80,6 +60,20 @@ constexpr std::array<UnitSpec, 7> kUnits{{
 }};
 
 }  // namespace
+
+// Inverse of days_from_civil (H. Hinnant's algorithm).
+CivilDate civil_from_days(std::int64_t z) {
+  z += 719468;
+  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const auto doe = static_cast<unsigned>(z - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const std::int64_t y = static_cast<std::int64_t>(yoe) + era * 400;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  const unsigned d = doy - (153 * mp + 2) / 5 + 1;
+  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
+  return CivilDate{m <= 2 ? y + 1 : y, m, d};
+}
 
 std::string_view to_string(Level level) {
   switch (level) {
@@ -223,7 +217,7 @@ std::string format_time(Time t) {
     rem += kNsPerDay;
     --days;
   }
-  const Civil c = civil_from_days(days);
+  const CivilDate c = civil_from_days(days);
   const std::int64_t secs = rem / 1'000'000'000;
   const auto ms = static_cast<int>((rem % 1'000'000'000) / 1'000'000);
   char buf[64];

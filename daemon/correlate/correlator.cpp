@@ -345,7 +345,8 @@ struct Correlator::Impl {
         " " + std::string(to_string(oi.incident.status)) + " " + std::string(to_string(oi.incident.severity)));
   }
 
-  void remember(const OpenIncident& oi) {
+  // What attribution needs to know of an incident: who, when, and where (stream, pod, node).
+  RecentIncident describe(const OpenIncident& oi) {
     const Rule& r = rule(oi.rule);
     RecentIncident ri;
     ri.id = oi.incident.id;
@@ -359,7 +360,11 @@ struct Correlator::Impl {
     if (!pod.empty()) ri.pod = ns + "/" + pod;
     ri.node = label(s, "node");
     ri.node_keyed = r.key.node;
-    recent.push_back(std::move(ri));
+    return ri;
+  }
+
+  void remember(const OpenIncident& oi) {
+    recent.push_back(describe(oi));
     while (recent.size() > kRecentIncidents) recent.pop_front();
   }
 
@@ -376,15 +381,7 @@ struct Correlator::Impl {
   void attribute(OpenIncident& oi) {
     if (oi.incident.caused_by) return;
     const Rule& r = rule(oi.rule);
-    RecentIncident self;
-    {
-      const StreamState& s = stream(oi.stream);
-      self.logical = logical_of(s);
-      std::string ns = label(s, "namespace"), pod = label(s, "pod");
-      if (!pod.empty()) self.pod = ns + "/" + pod;
-      self.node = label(s, "node");
-      self.node_keyed = r.key.node;
-    }
+    const RecentIncident self = describe(oi);
     const RecentIncident* best = nullptr;
     Time first = oi.incident.first_seen;
     for (const auto& c : recent) {

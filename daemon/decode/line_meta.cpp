@@ -141,24 +141,6 @@ bool read_iso(Cur& c, Stamp& t) {
   return true;
 }
 
-struct Civil {
-  std::int64_t year;
-  unsigned month, day;
-};
-
-Civil civil_from_days(std::int64_t z) {
-  z += 719468;
-  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const auto doe = static_cast<unsigned>(z - era * 146097);
-  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const std::int64_t y = static_cast<std::int64_t>(yoe) + era * 400;
-  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const unsigned mp = (5 * doy + 2) / 153;
-  const unsigned d = doy - (153 * mp + 2) / 5 + 1;
-  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
-  return Civil{m <= 2 ? y + 1 : y, m, d};
-}
-
 // Everything the scanners need to turn a Stamp into a Time.
 struct Ctx {
   const TimeContext& tc;

@@ -49,8 +49,14 @@ std::string format_time(Time t);
 // RFC 3339 / ISO 8601 with optional fraction and zone (Z, +hh:mm); no zone means UTC.
 std::optional<Time> parse_rfc3339(std::string_view text);
 
-// Days since 1970-01-01 for a civil date (proleptic Gregorian).
+// Days since 1970-01-01 for a civil date (proleptic Gregorian), and back.
 std::int64_t days_from_civil(int year, unsigned month, unsigned day);
+struct CivilDate {
+  std::int64_t year;
+  unsigned month;
+  unsigned day;
+};
+CivilDate civil_from_days(std::int64_t days);
 
 // Replace invalid UTF-8 sequences with U+FFFD so text can go into JSON.
 std::string sanitize_utf8(std::string_view text);
