@@ -65,7 +65,7 @@ class Reader {
     }
     std::set<std::string> seen;
     for (auto it = node.begin(); it != node.end(); ++it) {
-      const YAML::Node& key = it->first;
+      const YAML::Node key = it->first;  // a copy: the iterator yields a temporary
       if (!key.IsScalar()) {
         error(key, std::string(where) + ": keys must be strings");
         continue;
