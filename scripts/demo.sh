@@ -23,17 +23,20 @@ echo "== faultline run: following $work/logs/*.log (incidents as JSON lines belo
   --output "$work/incidents.jsonl" --log-level warn &
 daemon=$!
 sleep 1
-for log in "$top"/examples/demo/*.log; do
+for log in "$top"/examples/demo/vllm-dgx-spark-mistral-small-4.log "$top"/examples/demo/trtllm-serve-rtx-pro-6000.log; do
   name=$(basename "$log")
   echo "   replaying $name at 40 lines/s"
   python3 "$top/scripts/replay.py" --rate 40 "$log" "$work/logs/$name"
 done
 
-# Wait for both seed incidents (held ones are released after the rule's tolerance).
-for _ in $(seq 1 100); do
-  n=$(grep -c '"status":"firing"' "$work/incidents.jsonl" 2>/dev/null || true)
+# Wait until both seed incidents are out and nothing new has arrived for 12 s (held incidents — late evidence,
+# cascades waiting for a root cause — are released when the log has been silent for their hold time).
+last=-1; still=0
+for _ in $(seq 1 300); do
+  n=$(wc -l < "$work/incidents.jsonl" 2>/dev/null || echo 0)
+  if [[ $n -eq $last ]]; then still=$((still + 1)); else still=0; last=$n; fi
   if grep -q flashinfer-fmha-unsupported-arch "$work/incidents.jsonl" 2>/dev/null &&
-     grep -q flashinfer-moe-tma-grouped-gemm "$work/incidents.jsonl" 2>/dev/null; then break; fi
+     grep -q flashinfer-moe-tma-grouped-gemm "$work/incidents.jsonl" 2>/dev/null && [[ $still -ge 60 ]]; then break; fi
   sleep 0.2
 done
 python3 - "$work/incidents.jsonl" <<'PY'
