@@ -106,6 +106,31 @@ def main():
                            "faultline.service"])
             assert rc == 0 and not text.strip(), text
         cases.run("the packaged unit passes systemd-analyze verify on the unpacked package", unit_in_package)
+
+        def install_and_remove():
+            # The real thing on this Debian machine: dpkg -i, use the installed binary and rules, purge.
+            assert os.geteuid() == 0, "installing a package needs root (CI runs as root)"
+            rc, st = sh(["dpkg-query", "-W", "-f", "${Status}", "faultline"])
+            assert not (rc == 0 and "installed" in st and "not-installed" not in st), \
+                "a faultline package is already installed here; not touching it"
+            rc, text = sh(["dpkg", "-i", deb])
+            assert rc == 0, "dpkg -i failed:\n" + text[-3000:]
+            try:
+                rc, text = sh(["/usr/bin/faultline", "version"])
+                assert rc == 0 and text.startswith("faultline "), text
+                rc, text = sh(["/usr/bin/faultline", "check", "/usr/share/faultline/rules"])
+                assert rc == 0 and text.startswith("ok:"), text
+                rc, text = sh(["/usr/bin/faultline", "run", "--config", "/etc/faultline/config.yaml",
+                               "--state-dir", os.path.join(out, "state"), "--check-config"])
+                assert rc == 0, "the packaged config does not validate:\n" + text[-2000:]
+            finally:
+                rc, text = sh(["dpkg", "--purge", "faultline"])
+            assert rc == 0, "dpkg --purge failed:\n" + text[-3000:]
+            for gone in ("/usr/bin/faultline", "/usr/share/faultline", "/etc/faultline/config.yaml",
+                         "/usr/lib/systemd/system/faultline.service"):
+                assert not os.path.lexists(gone), "%s left behind after purge" % gone
+        cases.run("dpkg -i installs it; the installed binary checks the installed rules; purge removes it cleanly",
+                  install_and_remove)
     finally:
         shutil.rmtree(out, ignore_errors=True)
     cases.finish()
