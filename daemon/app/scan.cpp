@@ -10,6 +10,7 @@
 #include <map>
 
 #include "commands.hpp"
+#include "input.hpp"
 #include "faultline/match.hpp"
 #include "faultline/pipeline.hpp"
 
@@ -149,12 +150,11 @@ int cmd_scan(const Args& args) {
   if (explain) pipeline.correlator().set_trace([](const std::string& line) { std::cout << "explain: " << line << "\n"; });
 
   auto started = std::chrono::steady_clock::now();
-  std::vector<char> buffer(1 << 20);
   for (const auto& input : inputs) {
     bool is_stdin = input == "-";
-    FILE* f = is_stdin ? stdin : std::fopen(input.c_str(), "rb");
-    if (!f) {
-      std::cerr << "faultline scan: cannot open " << input << ": " << std::strerror(errno) << "\n";
+    ScanInput in(input);
+    if (!in.ok()) {
+      std::cerr << "faultline scan: cannot open " << input << ": " << in.error() << "\n";
       return 2;
     }
     DecodeOptions options = decode;
@@ -172,11 +172,12 @@ int cmd_scan(const Args& args) {
     id.instance = id.name;
     set_field(id.labels, "source", is_stdin ? "stdin" : "file");
     std::uint32_t stream = pipeline.add_stream(id, options);
-    std::size_t n;
-    while ((n = std::fread(buffer.data(), 1, buffer.size(), f)) > 0) {
-      pipeline.feed(stream, std::string_view(buffer.data(), n), read_time);
+    std::string_view piece;
+    while (in.next(piece)) pipeline.feed(stream, piece, read_time);
+    if (!in.ok()) {
+      std::cerr << "faultline scan: cannot read " << input << ": " << in.error() << "\n";
+      return 2;
     }
-    if (!is_stdin) std::fclose(f);
     pipeline.flush_partial(stream, read_time);
     pipeline.drain();
   }

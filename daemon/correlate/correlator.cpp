@@ -232,8 +232,8 @@ struct Correlator::Impl {
     const RecordMeta& meta = (*batch)[rec];
     std::vector<EvidenceLine> found;
     for (std::size_t i = rec; i-- > 0 && found.size() < want;) {
+      if (batch->records()[i].stream != meta.stream) continue;
       const RecordMeta& m = (*batch)[i];
-      if (m.stream != meta.stream) continue;
       EvidenceLine e;
       e.stream = stream(m.stream).id.name;
       e.line = m.line;
@@ -761,11 +761,12 @@ struct Correlator::Impl {
     }
   }
 
-  void update_rings() {
-    // The last lines of each stream in this batch, kept for context in later batches.
+  // The last lines of each stream in this batch, kept for context in later batches; they move the clock too.
+  template <typename MoveClock>
+  void update_rings(MoveClock&& move_clock) {
     std::vector<std::vector<std::size_t>> newest;  // per stream: record indexes, newest first
     for (std::size_t i = batch->size(); i-- > 0;) {
-      const RecordMeta& m = (*batch)[i];
+      const RecordMeta& m = batch->records()[i];  // stream and line only: time and level may be deferred
       if (m.stream >= newest.size()) newest.resize(m.stream + 1);
       auto& v = newest[m.stream];
       if (v.empty()) stream(m.stream).last_line = std::max(stream(m.stream).last_line, m.line);
@@ -775,6 +776,7 @@ struct Correlator::Impl {
       auto& ring = stream(static_cast<std::uint32_t>(si)).ring;
       for (auto it = newest[si].rbegin(); it != newest[si].rend(); ++it) {
         const RecordMeta& m = (*batch)[*it];
+        move_clock(m);
         ring.push_back(ContextLine{m.line, m.offset, m.time, cap_text(batch->text(*it), kContextText)});
       }
       while (ring.size() > kRingLines) ring.pop_front();
@@ -824,14 +826,14 @@ void Correlator::process(const RecordBatch& batch, const std::vector<Hit>& hits,
       m.log_now = std::max(m.log_now, rec.time);
     }
   };
-  std::size_t clocked = 0;  // records up to here have moved the clock
+  // The clock moves with the lines that hit and with each stream's last lines in the batch (for a log whose times
+  // only go forward, the latest of the batch). Lines between them are not read for their time.
   for (const auto& hit : hits) {
-    for (; clocked <= hit.record; ++clocked) move_clock(batch[clocked]);
+    move_clock(batch[hit.record]);
     m.on_hit(hit, read_at);
   }
   if (!batch.empty()) {
-    for (; clocked < batch.size(); ++clocked) move_clock(batch[clocked]);
-    m.update_rings();
+    m.update_rings(move_clock);
     // Held incidents whose line tolerance the batch has passed.
     for (auto it = m.open.begin(); m.held > 0 && it != m.open.end(); ++it) {
       OpenIncident& oi = it->second;

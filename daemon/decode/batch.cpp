@@ -1,20 +1,164 @@
-// RecordBatch: records of one or more streams with their texts joined in one buffer ('\n' after each).
+// RecordBatch: records of one or more streams, their texts in spans that are referred to or copied ('\n' after each).
 #include <algorithm>
+#include <cstdint>
 
+#include "decode_internal.hpp"
 #include "faultline/decode.hpp"
 
 namespace faultline {
 
+namespace {
+// [from, to) holds whole blank lines only (white space, each line ended by '\n').
+bool blank_lines(const char* from, const char* to) {
+  if (from == to) return true;
+  if (to[-1] != '\n') return false;
+  for (const char* p = from; p != to; ++p) {
+    if (*p != '\n' && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\v' && *p != '\f') return false;
+  }
+  return true;
+}
+}  // namespace
+
 void RecordBatch::append(RecordMeta meta, std::string_view text) {
-  meta.text_begin = static_cast<std::uint32_t>(buffer_.size());
+  if (spans_.empty() || spans_.back().referred != nullptr) spans_.push_back(Run{nullptr, buffer_.size(), bytes_, 0});
+  meta.text_begin = static_cast<std::uint32_t>(bytes_);
   meta.text_size = static_cast<std::uint32_t>(text.size());
   buffer_.append(text);
   buffer_.push_back('\n');
+  spans_.back().size += text.size() + 1;
+  bytes_ += text.size() + 1;
   records_.push_back(meta);
 }
 
+void RecordBatch::append_in_place(RecordMeta meta, std::string_view text) {
+  std::size_t gap = 0;
+  bool joins = false;
+  if (!spans_.empty() && spans_.back().referred != nullptr) {
+    const char* end = spans_.back().referred + spans_.back().size;
+    if (text.data() >= end && blank_lines(end, text.data())) {
+      joins = true;
+      gap = static_cast<std::size_t>(text.data() - end);
+    }
+  }
+  if (!joins) spans_.push_back(Run{text.data(), 0, bytes_, 0});
+  meta.text_begin = static_cast<std::uint32_t>(bytes_ + gap);
+  meta.text_size = static_cast<std::uint32_t>(text.size());
+  spans_.back().size += gap + text.size() + 1;
+  bytes_ += gap + text.size() + 1;
+  records_.push_back(meta);
+}
+
+void RecordBatch::materialize() {
+  bool referred = false;
+  for (const auto& r : spans_) referred = referred || r.referred != nullptr;
+  if (!referred) return;
+  std::string own;
+  own.reserve(std::max(buffer_.capacity(), bytes_));
+  for (const auto& r : spans_) own.append(run_data(r), r.size);
+  buffer_.swap(own);
+  spans_.assign(1, Run{nullptr, 0, 0, bytes_});
+}
+
+std::string_view RecordBatch::text(std::size_t i) const {
+  const RecordMeta& m = records_[i];
+  // The last span that begins at or before the text (batches have a few spans at most).
+  auto it = std::upper_bound(spans_.begin(), spans_.end(), static_cast<std::size_t>(m.text_begin),
+                             [](std::size_t p, const Run& r) { return p < r.offset; });
+  const Run& r = *(it - 1);
+  return std::string_view(run_data(r) + (m.text_begin - r.offset), m.text_size);
+}
+
+RecordBatch::Span RecordBatch::span(std::size_t k) const {
+  const Run& r = spans_[k];
+  return Span{std::string_view(run_data(r), r.size), r.offset};
+}
+
+std::string RecordBatch::joined() const {
+  std::string out;
+  out.reserve(bytes_);
+  for (const auto& r : spans_) out.append(run_data(r), r.size);
+  return out;
+}
+
+// ---- deferred time and level -------------------------------------------------------------------------------------
+// deferred: 1 = nothing worked out; 2 = the text was read and prints no time, the inherited time is still open.
+
+void RecordBatch::set_time_context(std::uint32_t stream, const TimeContext& context) {
+  if (stream >= streams_.size()) streams_.resize(stream + 1);
+  streams_[stream].context = context;
+}
+
+void RecordBatch::forget_stream(std::uint32_t stream) {
+  if (stream < streams_.size()) streams_[stream].last.reset();
+}
+
+void RecordBatch::parse(std::size_t i) const {
+  RecordMeta& r = records_[i];
+  if (r.deferred != 1) return;
+  static const TimeContext kNone{};
+  const TimeContext& context = r.stream < streams_.size() ? streams_[r.stream].context : kNone;
+  const LineMeta m = decode_detail::parse_line_meta(text(i), context, r.time);
+  r.level = m.level;
+  if (!r.time_from_log && m.time) {
+    r.time = *m.time;
+    r.time_from_log = true;
+  }
+  r.deferred = r.time_from_log ? 0 : 2;
+}
+
+void RecordBatch::resolve(std::size_t i) const {
+  parse(i);
+  if (records_[i].deferred == 0) return;
+  // Prints no time: it has that of the nearest earlier line of its stream that has one (itself printed or inherited),
+  // else the stream's latest time before this batch, else its time of reading. The records walked over on the way
+  // print no time either and get the same.
+  const std::uint32_t stream = records_[i].stream;
+  std::optional<Time> base;
+  std::size_t j = i;
+  while (j-- > 0) {
+    if (records_[j].stream != stream) continue;
+    parse(j);
+    const RecordMeta& p = records_[j];
+    if (p.deferred == 0) {
+      if (p.time_from_log || p.time_inherited) base = p.time;
+      else base.reset();  // it had no earlier time either
+      break;
+    }
+  }
+  if (j == static_cast<std::size_t>(-1) && stream < streams_.size()) base = streams_[stream].last;
+  for (std::size_t k = j == static_cast<std::size_t>(-1) ? 0 : j + 1; k <= i; ++k) {
+    RecordMeta& r = records_[k];
+    if (r.stream != stream || r.deferred != 2) continue;
+    if (base) {
+      r.time = *base;
+      r.time_inherited = true;
+    }
+    r.deferred = 0;
+  }
+}
+
+void RecordBatch::clear() {
+  // Carry each stream's latest time over: that of its last record, worked out if need be.
+  if (!streams_.empty() && !records_.empty()) {
+    seen_.assign(streams_.size(), 0);
+    std::size_t open = streams_.size();
+    for (std::size_t i = records_.size(); i-- > 0 && open > 0;) {
+      const std::uint32_t s = records_[i].stream;
+      if (s >= streams_.size() || seen_[s] != 0) continue;
+      seen_[s] = 1;
+      --open;
+      const RecordMeta& r = (*this)[i];
+      if (r.time_from_log || r.time_inherited) streams_[s].last = r.time;
+    }
+  }
+  buffer_.clear();
+  spans_.clear();
+  records_.clear();
+  bytes_ = 0;
+}
+
 std::size_t RecordBatch::record_at(std::size_t pos) const {
-  if (pos >= buffer_.size()) return records_.size();
+  if (pos >= bytes_) return records_.size();
   // The last record that begins at or before pos; texts are laid out in record order.
   auto it = std::upper_bound(records_.begin(), records_.end(), pos,
                              [](std::size_t p, const RecordMeta& m) { return p < m.text_begin; });

@@ -165,6 +165,7 @@ struct Decoder::Impl {
   std::array<Assembler, 3> chan;
   std::optional<Time> last_time;  // of the last line that carried one
   Time read_time{};
+  bool in_place = false;          // feed(): the batch may refer to the bytes fed
   std::string scratch;            // ANSI stripping
   std::string json;               // docker "log" unescaped
 
@@ -196,16 +197,27 @@ struct Decoder::Impl {
   }
 
   // A record whose text needs no cleaning (no ANSI or caret codes).
+  // `refer`: the view lies in the bytes being fed and '\n' follows it there (the batch may refer to it).
   void emit_clean(std::string_view view, std::uint64_t line, std::uint64_t offset, const std::optional<Time>& wrap_time,
-                  bool truncated, RecordBatch& out) {
+                  bool truncated, RecordBatch& out, bool refer = false) {
     if (is_blank(view)) return;
-    const LineMeta m = decode_detail::parse_line_meta(view, opt.time, read_time);
     RecordMeta r;
     r.stream = stream;
     r.line = line;
     r.offset = offset;
-    r.level = m.level;
     r.truncated = truncated;
+    if (opt.defer_meta) {
+      // The batch works out time and level when the record is looked at (with the context set in feed()).
+      r.time = wrap_time ? *wrap_time : read_time;
+      r.time_from_log = wrap_time.has_value();
+      r.deferred = 1;
+      if (refer) out.append_in_place(r, view);
+      else out.append(r, view);
+      ++stats.lines;
+      return;
+    }
+    const LineMeta m = decode_detail::parse_line_meta(view, opt.time, read_time);
+    r.level = m.level;
     if (wrap_time) {
       r.time = *wrap_time;
       r.time_from_log = true;
@@ -214,9 +226,11 @@ struct Decoder::Impl {
       r.time_from_log = true;
     } else {
       r.time = last_time ? *last_time : read_time;
+      r.time_inherited = last_time.has_value();
     }
     if (r.time_from_log) last_time = r.time;
-    out.append(r, view);
+    if (refer) out.append_in_place(r, view);
+    else out.append(r, view);
     ++stats.lines;
   }
 
@@ -400,7 +414,7 @@ struct Decoder::Impl {
       // Fast path: one pass finds the end of the line and tells whether anything before it needs more than copying.
       const std::size_t k = find_special(p, len);
       if (k < len && p[k] == '\n' && k <= max_line) {
-        if (k > 0) emit_clean(std::string_view(p, k), line_no, line_start, std::nullopt, false, out);
+        if (k > 0) emit_clean(std::string_view(p, k), line_no, line_start, std::nullopt, false, out, in_place);
         pos += k + 1;
         end_physical_line();
         return i + k + 1;
@@ -582,8 +596,16 @@ Decoder::~Decoder() = default;
 Decoder::Decoder(Decoder&&) noexcept = default;
 Decoder& Decoder::operator=(Decoder&&) noexcept = default;
 
-void Decoder::feed(std::string_view bytes, Time read_time, RecordBatch& out) { impl_->feed(bytes, read_time, out); }
-void Decoder::flush(Time read_time, RecordBatch& out) { impl_->flush(read_time, out); }
+void Decoder::feed(std::string_view bytes, Time read_time, RecordBatch& out, bool in_place) {
+  if (impl_->opt.defer_meta) out.set_time_context(impl_->stream, impl_->opt.time);
+  impl_->in_place = in_place;
+  impl_->feed(bytes, read_time, out);
+  impl_->in_place = false;
+}
+void Decoder::flush(Time read_time, RecordBatch& out) {
+  if (impl_->opt.defer_meta) out.set_time_context(impl_->stream, impl_->opt.time);
+  impl_->flush(read_time, out);
+}
 bool Decoder::has_partial() const { return impl_->committed_offset() < impl_->pos; }
 std::uint64_t Decoder::committed_offset() const { return impl_->committed_offset(); }
 std::uint64_t Decoder::committed_line() const { return impl_->committed_line_no(); }

@@ -1,6 +1,7 @@
 // Time and level of one log message, for the shapes that inference-serving stacks print (vLLM, TensorRT-LLM,
 // SGLang, Python logging, uvicorn, glog/torch, RFC 3339 CI logs, kernel/syslog). Hand-written scanners: each shape
 // is tried only when the first byte fits, nothing allocates, no regex. Pure functions; thread-safe.
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -539,17 +540,15 @@ bool skip_prefix(Cur& c) {
   c.skip_spaces();
   const char c0 = c.peek();
   if (c0 == '(') {
-    const std::size_t n = c.s.size();
-    std::size_t i = c.p + 1;
-    bool pid = false;
-    for (; i < n && i < c.p + 96; ++i) {
-      const char ch = c.s[i];
-      if (ch == ')') break;
-      if (ch == '(' || ch == '\n') return c.p != start;
-      if (ch == 'p' && c.s.substr(i, 4) == "pid=") pid = true;
-    }
-    if (pid && i < n && c.s[i] == ')') {
-      c.p = i + 1;
+    // "(name pid=N)" within 96 bytes, nothing nested.
+    const char* b = c.s.data() + c.p + 1;
+    const std::size_t span = std::min<std::size_t>(c.s.size() - c.p - 1, 95);
+    const auto* close = static_cast<const char*>(std::memchr(b, ')', span));
+    if (close == nullptr) return c.p != start;
+    const std::string_view inside(b, static_cast<std::size_t>(close - b));
+    if (inside.find('(') != std::string_view::npos || inside.find('\n') != std::string_view::npos) return c.p != start;
+    if (inside.find("pid=") != std::string_view::npos) {
+      c.p = static_cast<std::size_t>(close - c.s.data()) + 1;
       c.skip_spaces();
       return true;
     }

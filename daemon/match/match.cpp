@@ -243,6 +243,7 @@ struct Scanner::Impl {
   std::vector<Candidate> candidates;
   std::vector<re2::StringPiece> groups;
   const RecordBatch* batch = nullptr;
+  std::size_t span_offset = 0;  // batch offset of the span being scanned
   std::size_t last_record = 0;
 };
 
@@ -250,7 +251,7 @@ namespace {
 int on_match(unsigned int id, unsigned long long /*from*/, unsigned long long to, unsigned int /*flags*/, void* ctx) {
   auto* impl = static_cast<Scanner::Impl*>(ctx);
   if (to == 0) return 0;
-  std::size_t pos = static_cast<std::size_t>(to - 1);
+  std::size_t pos = impl->span_offset + static_cast<std::size_t>(to - 1);
   const auto& records = impl->batch->records();
   // Matches mostly arrive in ascending order: try the last record before a binary search.
   std::size_t r = impl->last_record;
@@ -258,6 +259,8 @@ int on_match(unsigned int id, unsigned long long /*from*/, unsigned long long to
   if (!(pos >= m.text_begin && pos <= static_cast<std::size_t>(m.text_begin) + m.text_size)) {
     r = impl->batch->record_at(pos);
     impl->last_record = r;
+    // Ended in a blank line between two records: it belongs to no record.
+    if (pos > static_cast<std::size_t>(records[r].text_begin) + records[r].text_size) return 0;
   }
   impl->candidates.push_back({static_cast<std::uint32_t>(r), id});
   return 0;
@@ -287,12 +290,16 @@ void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out) {
   s.candidates.clear();
   s.batch = &batch;
   s.last_record = 0;
-  std::string_view buffer = batch.buffer();
-  s.stats.bytes += buffer.size();
+  s.stats.bytes += batch.bytes();
   s.stats.records += batch.size();
-  hs_error_t rc = hs_scan(compiled.db.get(), buffer.data(), static_cast<unsigned>(buffer.size()), 0,
-                          s.scratch.get(), on_match, &s);
-  if (rc != HS_SUCCESS) spdlog::error("hs_scan failed with code {}", rc);
+  // Each span is whole records, so it starts at a line start; a match cannot begin in one span and end in another.
+  for (std::size_t k = 0; k < batch.span_count(); ++k) {
+    const RecordBatch::Span span = batch.span(k);
+    s.span_offset = span.offset;
+    hs_error_t rc = hs_scan(compiled.db.get(), span.bytes.data(), static_cast<unsigned>(span.bytes.size()), 0,
+                            s.scratch.get(), on_match, &s);
+    if (rc != HS_SUCCESS) spdlog::error("hs_scan failed with code {}", rc);
+  }
   if (s.candidates.empty()) return;
   s.stats.candidates += s.candidates.size();
   std::sort(s.candidates.begin(), s.candidates.end());

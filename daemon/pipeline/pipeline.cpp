@@ -1,5 +1,7 @@
 #include "faultline/pipeline.hpp"
 
+#include <string.h>
+
 #include <stdexcept>
 
 namespace faultline {
@@ -52,6 +54,8 @@ Pipeline::Pipeline(std::shared_ptr<const CompiledRules> rules, IncidentHandler o
 Pipeline::~Pipeline() = default;
 
 std::uint32_t Pipeline::add_stream(StreamIdentity identity, DecodeOptions decode) {
+  // Time and level are worked out for the lines the scanner and the correlator look at, not for every line.
+  decode.defer_meta = true;
   auto index = static_cast<std::uint32_t>(impl_->decoders.size());
   impl_->decoders.emplace_back(index, decode);
   impl_->decode_options.push_back(decode);
@@ -61,6 +65,7 @@ std::uint32_t Pipeline::add_stream(StreamIdentity identity, DecodeOptions decode
 
 void Pipeline::new_instance(std::uint32_t stream, std::string instance, std::uint64_t offset) {
   impl_->drain();
+  impl_->batch.forget_stream(stream);
   impl_->decoders.at(stream) = Decoder(stream, impl_->decode_options.at(stream));
   if (offset != 0) impl_->decoders[stream].resume_at(offset, 1);
   impl_->correlator.new_instance(stream, std::move(instance));
@@ -76,10 +81,16 @@ void Pipeline::feed(std::uint32_t stream, std::string_view bytes, Time read_time
   while (!bytes.empty()) {
     std::size_t room = impl_->options.batch_bytes > impl_->batch.bytes() ? impl_->options.batch_bytes - impl_->batch.bytes() : 0;
     std::size_t take = std::min(bytes.size(), std::max<std::size_t>(room, 4096));
-    impl_->decoders.at(stream).feed(bytes.substr(0, take), read_time, impl_->batch);
+    if (take < bytes.size()) {
+      // End the slice after a newline, so no line is cut in two and the batch can go on referring to `bytes`.
+      if (const void* nl = ::memrchr(bytes.data(), '\n', take)) take = static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) + 1;
+    }
+    impl_->decoders.at(stream).feed(bytes.substr(0, take), read_time, impl_->batch, /*in_place=*/true);
     bytes.remove_prefix(take);
     if (impl_->batch.bytes() >= impl_->options.batch_bytes) impl_->drain();
   }
+  // The batch may refer to the caller's bytes, which are gone after this call.
+  impl_->batch.materialize();
 }
 
 void Pipeline::flush_partial(std::uint32_t stream, Time read_time) {

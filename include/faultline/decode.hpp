@@ -35,6 +35,9 @@ struct DecodeOptions {
   ContainerFormat format = ContainerFormat::auto_detect;
   std::size_t max_line_bytes = 64 * 1024;  // longer lines are cut to this and counted
   TimeContext time;
+  // Work out a record's time and level from its text only when the record is looked at (RecordBatch::operator[]),
+  // not for every line: a matcher looks at the lines that hit and at a few for context and the clock.
+  bool defer_meta = false;
 };
 
 // One record (line) in a batch. Its text lives in RecordBatch::buffer().
@@ -47,35 +50,84 @@ struct RecordMeta {
   Time time{};                    // event time
   Level level = Level::unknown;
   bool time_from_log = false;     // false: inherited from the previous line, or the time of reading
+  bool time_inherited = false;    // not in the line: the time of an earlier line of the stream
   bool truncated = false;
+  // DecodeOptions::defer_meta: time and level are not worked out yet (`time` holds the time of reading, or the
+  // container's time). RecordBatch::operator[] works them out on first access; records() shows them as they are.
+  std::uint8_t deferred = 0;
 };
 
-// Records of one or more streams, their texts joined in one buffer, each followed by '\n', so a whole batch can be
-// scanned at once. The text of a record never contains '\n'. clear() keeps capacity: no allocation per line.
+// Records of one or more streams, each text followed by '\n', laid out one after the other at increasing batch
+// offsets, so a whole batch can be scanned at once. The text of a record never contains '\n'. clear() keeps
+// capacity: no allocation per line.
+// A batch may refer to its caller's bytes instead of copying them (append_in_place): records that lie one after the
+// other in memory, as the lines of a read buffer or a mapped file do, form a span that is scanned where it is. The
+// batch is then a few spans (referred or copied) rather than one buffer; the caller keeps referred bytes valid until
+// clear() or materialize().
 class RecordBatch {
  public:
+  // A run of whole records and the blank lines between them, and the batch offset of its first byte.
+  struct Span {
+    std::string_view bytes;
+    std::size_t offset = 0;
+  };
+
   std::size_t size() const { return records_.size(); }
   bool empty() const { return records_.empty(); }
-  const RecordMeta& operator[](std::size_t i) const { return records_[i]; }
-  std::string_view text(std::size_t i) const {
-    return std::string_view(buffer_).substr(records_[i].text_begin, records_[i].text_size);
+  // Record i with its time and level (worked out now if they were deferred).
+  const RecordMeta& operator[](std::size_t i) const {
+    if (records_[i].deferred != 0) resolve(i);
+    return records_[i];
   }
-  std::string_view buffer() const { return buffer_; }
-  std::size_t bytes() const { return buffer_.size(); }
+  std::string_view text(std::size_t i) const;
+  // The records as they are: stream, line, offset and text are always set; time and level only where not deferred.
   const std::vector<RecordMeta>& records() const { return records_; }
-  // The index of the record whose text (or trailing '\n') holds buffer offset `pos`; size() if pos >= bytes().
+  std::size_t bytes() const { return bytes_; }  // the spans' total size
+  std::size_t span_count() const { return spans_.size(); }
+  Span span(std::size_t k) const;
+  // Every span joined, copied (for tests and diagnostics).
+  std::string joined() const;
+  // The index of the record whose text (or trailing '\n') holds batch offset `pos`; size() if pos >= bytes().
+  // An offset in a blank line between records gives the record before it.
   std::size_t record_at(std::size_t pos) const;
 
-  void clear() {
-    buffer_.clear();
-    records_.clear();
-  }
-  // Appends one record; `text` must not contain '\n'. meta.text_begin/text_size are filled in.
+  // Empties the batch. Each stream's latest time is kept: a deferred record of a later batch that prints no time
+  // inherits it.
+  void clear();
+  // A stream's deferred records are read with this context (a Decoder sets it).
+  void set_time_context(std::uint32_t stream, const TimeContext& context);
+  // The stream starts over (a new instance): no time is inherited from before.
+  void forget_stream(std::uint32_t stream);
+  // Appends one record, copying its text; `text` must not contain '\n'. meta.text_begin/text_size are filled in.
   void append(RecordMeta meta, std::string_view text);
+  // Appends one record whose text is followed in memory by '\n' and stays valid until clear() or materialize().
+  // Nothing is copied; when it continues the previous record in memory (only blank lines in between), it joins its
+  // span.
+  void append_in_place(RecordMeta meta, std::string_view text);
+  // Copies every referred byte into the batch's own buffer (before the caller's bytes go away).
+  void materialize();
 
  private:
+  struct Run {
+    const char* referred = nullptr;  // null: the bytes are buffer_[own, own + size)
+    std::size_t own = 0;
+    std::size_t offset = 0;          // batch offset of its first byte
+    std::size_t size = 0;
+  };
+  const char* run_data(const Run& r) const { return r.referred != nullptr ? r.referred : buffer_.data() + r.own; }
+  struct StreamTime {
+    TimeContext context;
+    std::optional<Time> last;  // the latest time printed by the stream before this batch
+  };
+  void resolve(std::size_t i) const;
+  void parse(std::size_t i) const;
+
   std::string buffer_;
-  std::vector<RecordMeta> records_;
+  std::vector<Run> spans_;
+  mutable std::vector<RecordMeta> records_;  // deferred fields are filled in on access
+  std::vector<StreamTime> streams_;
+  std::vector<std::uint8_t> seen_;  // clear(): streams already carried
+  std::size_t bytes_ = 0;
 };
 
 struct DecodeStats {
@@ -96,7 +148,9 @@ class Decoder {
   Decoder& operator=(Decoder&&) noexcept;
 
   // `read_time` stands in for the event time of lines that carry none and follow no timed line.
-  void feed(std::string_view bytes, Time read_time, RecordBatch& out);
+  // `in_place`: records may refer to `bytes` instead of copying them (RecordBatch::append_in_place); the caller then
+  // keeps `bytes` valid until it clears or materializes `out`.
+  void feed(std::string_view bytes, Time read_time, RecordBatch& out, bool in_place = false);
   // Emits a pending partial line (end of input, or the partial-line timeout of a live source).
   void flush(Time read_time, RecordBatch& out);
   bool has_partial() const;

@@ -69,6 +69,40 @@ TEST_CASE("a level restriction filters hits", "[match]") {
   CHECK(hits[0].record == 1);
 }
 
+TEST_CASE("a batch of referred and copied spans is scanned span by span", "[match]") {
+  auto rules = compile_yaml(R"(
+rules:
+  - id: fmha
+    title: t
+    severity: critical
+    events:
+      e: "Unsupported architecture"
+  - id: blank
+    title: t
+    severity: info
+    events:
+      e: '^ {3,}$'
+)");
+  Scanner scanner(rules);
+  const std::string src = "ok\nUnsupported architecture one\n\n     \nnoise\nUnsupported architecture two\n";
+  RecordBatch b;
+  RecordMeta m;
+  b.append_in_place(m, std::string_view(src).substr(0, 2));                                // ok
+  b.append_in_place(m, std::string_view(src).substr(3, 28));                               // ... one
+  b.append_in_place(m, std::string_view(src).substr(39, 5));                               // noise (after blank lines)
+  b.append(m, "copied: Unsupported architecture");                                          // own span
+  b.append_in_place(m, std::string_view(src).substr(45, 28));                              // ... two
+  REQUIRE(b.span_count() == 3);
+  std::vector<Hit> hits;
+  scanner.scan(b, hits);
+  // The whitespace-only blank line between records is no record: the pattern that matches it gives no hit.
+  REQUIRE(hits.size() == 3);
+  CHECK(hits[0].record == 1);
+  CHECK(hits[1].record == 3);
+  CHECK(hits[2].record == 4);
+  for (const auto& h : hits) CHECK(rules->rule(h.event.rule).id == "fmha");
+}
+
 TEST_CASE("a match never spans two lines", "[match]") {
   Scanner scanner(compile_yaml(kRules));
   auto batch = batch_of({{"ends with first", Level::info}, {"second begins", Level::info}, {"first   second", Level::info}});

@@ -1,0 +1,115 @@
+#include "input.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace faultline::app {
+
+namespace {
+
+constexpr std::size_t kWindow = 64u << 20;   // mapped at a time
+constexpr std::size_t kBuffer = 1u << 20;    // read() at a time otherwise
+
+// A mapped file that another process truncates makes reading past its new end raise SIGBUS. That is reported as
+// what it is, not as a crash.
+void on_sigbus(int) {
+  static constexpr char kMsg[] =
+      "faultline scan: an input file shrank while it was being read (truncated by another process); scan it again\n";
+  [[maybe_unused]] auto n = ::write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
+  ::_exit(2);
+}
+
+void install_sigbus_handler() {
+  static const bool installed = [] {
+    struct sigaction sa {};
+    sa.sa_handler = on_sigbus;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGBUS, &sa, nullptr);
+    return true;
+  }();
+  (void)installed;
+}
+
+}  // namespace
+
+ScanInput::ScanInput(const std::string& path) : path_(path) {
+  if (path == "-") {
+    fd_ = STDIN_FILENO;
+  } else {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) {
+      error_ = std::strerror(errno);
+      return;
+    }
+    owns_fd_ = true;
+  }
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    mapped_ = true;
+    size_ = static_cast<std::size_t>(st.st_size);
+    install_sigbus_handler();
+  }
+}
+
+ScanInput::~ScanInput() {
+  unmap();
+  if (owns_fd_ && fd_ >= 0) ::close(fd_);
+}
+
+void ScanInput::unmap() {
+  if (window_ != nullptr) ::munmap(window_, window_len_);
+  window_ = nullptr;
+  window_len_ = 0;
+}
+
+bool ScanInput::next(std::string_view& piece) {
+  if (!ok()) return false;
+  if (mapped_) {
+    unmap();
+    if (offset_ < size_) {
+      // Only what the file still holds is mapped: a file that shrank since it was opened ends early.
+      struct stat st {};
+      if (::fstat(fd_, &st) == 0) size_ = std::min(size_, static_cast<std::size_t>(st.st_size));
+    }
+    if (offset_ >= size_) return false;
+    const std::size_t len = std::min(kWindow, size_ - offset_);
+    void* p = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd_, static_cast<off_t>(offset_));
+    if (p == MAP_FAILED) {
+      // Not mappable after all (some file systems): read the rest.
+      mapped_ = false;
+      if (::lseek(fd_, static_cast<off_t>(offset_), SEEK_SET) < 0) {
+        error_ = std::strerror(errno);
+        return false;
+      }
+      return next(piece);
+    }
+    ::madvise(p, len, MADV_SEQUENTIAL);
+    window_ = p;
+    window_len_ = len;
+    offset_ += len;
+    piece = std::string_view(static_cast<const char*>(p), len);
+    return true;
+  }
+  buffer_.resize(kBuffer);
+  while (true) {
+    const ssize_t n = ::read(fd_, buffer_.data(), buffer_.size());
+    if (n > 0) {
+      offset_ += static_cast<std::size_t>(n);
+      piece = std::string_view(buffer_.data(), static_cast<std::size_t>(n));
+      return true;
+    }
+    if (n == 0) return false;
+    if (errno == EINTR) continue;
+    error_ = std::strerror(errno);
+    return false;
+  }
+}
+
+}  // namespace faultline::app

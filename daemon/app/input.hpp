@@ -1,0 +1,44 @@
+// Input of `faultline scan`: the bytes of one file or of standard input, in large pieces.
+// Regular files are mapped into memory a window at a time (the decoder reads the page cache directly, no copy into
+// a buffer); pipes, terminals and anything that cannot be mapped are read into a buffer.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace faultline::app {
+
+class ScanInput {
+ public:
+  // Opens `path` ("-": standard input). On failure error() says why and next() returns false.
+  explicit ScanInput(const std::string& path);
+  ~ScanInput();
+  ScanInput(const ScanInput&) = delete;
+  ScanInput& operator=(const ScanInput&) = delete;
+
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  bool mapped() const { return mapped_; }
+
+  // The next piece of the input; false at the end (or on a read error: see error()). A piece stays valid until the
+  // next call.
+  bool next(std::string_view& piece);
+
+ private:
+  void unmap();
+
+  std::string path_;
+  std::string error_;
+  int fd_ = -1;
+  bool owns_fd_ = false;
+  bool mapped_ = false;
+  std::size_t size_ = 0;     // mapped files: the size when opened
+  std::size_t offset_ = 0;   // next byte to hand out
+  void* window_ = nullptr;
+  std::size_t window_len_ = 0;
+  std::vector<char> buffer_;
+};
+
+}  // namespace faultline::app
