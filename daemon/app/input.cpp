@@ -14,7 +14,6 @@ namespace faultline::app {
 
 namespace {
 
-constexpr std::size_t kWindow = 64u << 20;   // mapped at a time
 constexpr std::size_t kBuffer = 1u << 20;    // read() at a time otherwise
 
 // A mapped file that another process truncates makes reading past its new end raise SIGBUS. That is reported as
@@ -39,7 +38,9 @@ void install_sigbus_handler() {
 
 }  // namespace
 
-ScanInput::ScanInput(const std::string& path) : path_(path) {
+ScanInput::ScanInput(const std::string& path, std::size_t window) : path_(path) {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  window_size_ = std::max<std::size_t>(1, (window + page - 1) / page) * page;
   if (path == "-") {
     fd_ = STDIN_FILENO;
   } else {
@@ -79,7 +80,7 @@ bool ScanInput::next(std::string_view& piece) {
       if (::fstat(fd_, &st) == 0) size_ = std::min(size_, static_cast<std::size_t>(st.st_size));
     }
     if (offset_ >= size_) return false;
-    const std::size_t len = std::min(kWindow, size_ - offset_);
+    const std::size_t len = std::min(window_size_, size_ - offset_);
     void* p = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd_, static_cast<off_t>(offset_));
     if (p == MAP_FAILED) {
       // Not mappable after all (some file systems): read the rest.

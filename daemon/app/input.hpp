@@ -12,8 +12,9 @@ namespace faultline::app {
 
 class ScanInput {
  public:
-  // Opens `path` ("-": standard input). On failure error() says why and next() returns false.
-  explicit ScanInput(const std::string& path);
+  // Opens `path` ("-": standard input). On failure error() says why and next() returns false. `window`: bytes mapped
+  // at a time (rounded up to whole pages).
+  explicit ScanInput(const std::string& path, std::size_t window = std::size_t{64} << 20);
   ~ScanInput();
   ScanInput(const ScanInput&) = delete;
   ScanInput& operator=(const ScanInput&) = delete;
@@ -36,6 +37,7 @@ class ScanInput {
   bool mapped_ = false;
   std::size_t size_ = 0;     // mapped files: the size when opened
   std::size_t offset_ = 0;   // next byte to hand out
+  std::size_t window_size_ = 0;
   void* window_ = nullptr;
   std::size_t window_len_ = 0;
   std::vector<char> buffer_;

@@ -20,7 +20,10 @@ bool blank_lines(const char* from, const char* to) {
 }  // namespace
 
 void RecordBatch::append(RecordMeta meta, std::string_view text) {
-  if (spans_.empty() || spans_.back().referred != nullptr) spans_.push_back(Run{nullptr, buffer_.size(), bytes_, 0});
+  // The last span grows when it is the batch's own and ends where the buffer does.
+  if (spans_.empty() || spans_.back().referred != nullptr || spans_.back().own + spans_.back().size != buffer_.size()) {
+    spans_.push_back(Run{nullptr, buffer_.size(), bytes_, 0});
+  }
   meta.text_begin = static_cast<std::uint32_t>(bytes_);
   meta.text_size = static_cast<std::uint32_t>(text.size());
   buffer_.append(text);
@@ -49,14 +52,29 @@ void RecordBatch::append_in_place(RecordMeta meta, std::string_view text) {
 }
 
 void RecordBatch::materialize() {
+  // Referred spans are copied to the end of the batch's buffer (owned ones stay where they are), then spans that
+  // now follow each other both in the batch and in the buffer are merged.
   bool referred = false;
-  for (const auto& r : spans_) referred = referred || r.referred != nullptr;
+  for (auto& r : spans_) {
+    if (r.referred == nullptr) continue;
+    referred = true;
+    r.own = buffer_.size();
+    buffer_.append(r.referred, r.size);
+    r.referred = nullptr;
+  }
   if (!referred) return;
-  std::string own;
-  own.reserve(std::max(buffer_.capacity(), bytes_));
-  for (const auto& r : spans_) own.append(run_data(r), r.size);
-  buffer_.swap(own);
-  spans_.assign(1, Run{nullptr, 0, 0, bytes_});
+  std::size_t w = 0;
+  for (std::size_t k = 0; k < spans_.size(); ++k) {
+    if (w > 0) {
+      Run& prev = spans_[w - 1];
+      if (prev.own + prev.size == spans_[k].own && prev.offset + prev.size == spans_[k].offset) {
+        prev.size += spans_[k].size;
+        continue;
+      }
+    }
+    spans_[w++] = spans_[k];
+  }
+  spans_.resize(w);
 }
 
 std::string_view RecordBatch::text(std::size_t i) const {

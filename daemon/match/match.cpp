@@ -306,15 +306,16 @@ void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out) {
   s.candidates.erase(std::unique(s.candidates.begin(), s.candidates.end()), s.candidates.end());
 
   for (const auto& c : s.candidates) {
-    const RecordMeta& meta = batch[c.record];
     std::uint8_t mask = compiled.level_mask[c.expr];
-    if (mask != 0xff && !(mask & (1u << static_cast<unsigned>(meta.level)))) continue;
+    if (mask != 0xff && !(mask & (1u << static_cast<unsigned>(batch[c.record].level)))) continue;
     Hit hit;
     hit.record = c.record;
     hit.event = compiled.ids[c.expr];
     if (const RE2* re = compiled.confirm[c.expr].get()) {
       std::string_view text = batch.text(c.record);
-      int n = re->NumberOfCapturingGroups() + 1;
+      // Without named captures only "does it match within the line" is asked: RE2 answers that with its DFA alone.
+      const auto& wanted = compiled.capture_index[c.expr];
+      int n = wanted.empty() ? 0 : wanted.back().first + 1;
       s.groups.assign(static_cast<std::size_t>(n), re2::StringPiece());
       if (!re->Match(re2::StringPiece(text.data(), text.size()), 0, text.size(), RE2::UNANCHORED, s.groups.data(), n)) {
         continue;  // the Hyperscan match spanned lines

@@ -298,6 +298,36 @@ TEST_CASE("RecordBatch refers to records in place and copies the others, in one 
   CHECK(d.text(1) == "beta");
   CHECK(d[1].text_begin == 11);
   CHECK(d.joined() == "alpha\n\n  \t\nbeta\n");
+
+  // Mixed: only referred spans are copied (to the end of the buffer), owned ones stay; texts keep their offsets and
+  // later records still append correctly.
+  std::string mixed = src;
+  RecordBatch e;
+  e.append(m, "own one");
+  e.append_in_place(m, std::string_view(mixed).substr(0, 5));   // alpha
+  e.append(m, "own two");
+  e.append_in_place(m, std::string_view(mixed).substr(16, 5));  // gamma
+  REQUIRE(e.span_count() == 4);
+  e.materialize();
+  mixed.assign(mixed.size(), 'x');
+  e.append(m, "own three");
+  CHECK(e.joined() == "own one\nalpha\nown two\ngamma\nown three\n");
+  const std::vector<std::string> want{"own one", "alpha", "own two", "gamma", "own three"};
+  REQUIRE(e.size() == want.size());
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < e.size(); ++i) {
+    CHECK(e.text(i) == want[i]);
+    CHECK(e[i].text_begin == at);
+    CHECK(e.record_at(at) == i);
+    at += want[i].size() + 1;
+  }
+  // Every span, scanned as a span, holds exactly its records' texts.
+  std::string spans;
+  for (std::size_t k = 0; k < e.span_count(); ++k) {
+    CHECK(e.span(k).offset == spans.size());
+    spans += e.span(k).bytes;
+  }
+  CHECK(spans == e.joined());
 }
 
 namespace {
