@@ -554,6 +554,7 @@ class PipelineFeeder final : public TailHandler {
 
   void data(std::uint32_t stream, std::string_view bytes, Time read_time) override {
     pipeline_.feed(stream, bytes, read_time);
+    touch(stream);
     if (auto* m = streams_[stream].metrics) m->bytes_read.Increment(static_cast<double>(bytes.size()));
   }
 
@@ -568,9 +569,14 @@ class PipelineFeeder final : public TailHandler {
     return Committed{d.committed_offset(), d.committed_line()};
   }
 
-  // Moves the decoders' line counts into the per-source counters.
+  // Moves the decoders' line counts into the per-source counters (of the streams fed since the last call: a
+  // decoder's counts change only when it is fed or flushed).
   void harvest_all() {
-    for (std::uint32_t i = 0; i < streams_.size(); ++i) harvest(i);
+    for (std::uint32_t i : touched_) {
+      harvest(i);
+      streams_[i].touched = false;
+    }
+    touched_.clear();
   }
 
  private:
@@ -578,11 +584,20 @@ class PipelineFeeder final : public TailHandler {
     SourceMetrics* metrics = nullptr;
     std::uint64_t lines = 0;
     std::uint64_t truncated = 0;
+    bool touched = false;  // listed in touched_
   };
+
+  void touch(std::uint32_t stream) {
+    if (!streams_[stream].touched) {
+      streams_[stream].touched = true;
+      touched_.push_back(stream);
+    }
+  }
 
   void flush(std::uint32_t stream, Time now) {
     pipeline_.flush_partial(stream, now);
     pipeline_.drain();
+    touch(stream);
   }
 
   void harvest(std::uint32_t stream) {
@@ -600,6 +615,7 @@ class PipelineFeeder final : public TailHandler {
   Metrics* metrics_;
   Clock& clock_;
   std::vector<Stream> streams_;
+  std::vector<std::uint32_t> touched_;
 };
 
 // ---- state dir ----
@@ -827,7 +843,12 @@ int run_command(int argc, char** argv) {
     }
   };
 
-  const auto tick = std::chrono::seconds(1);
+  const auto tick = std::chrono::milliseconds(1000);
+  // Idle, the Tailer wakes once per rescan_interval; a tick due up to this much later runs in the same wake-up.
+  const auto tick_slack = std::chrono::milliseconds(5);
+  // The periodic checkpoint runs in a wake-up up to this much before or after its time (a tick's, mostly), not in one
+  // of its own.
+  const auto checkpoint_slack = std::min<std::chrono::steady_clock::duration>(tick / 2, config.checkpoint_interval / 2);
   Steady next_checkpoint = clock.steady() + config.checkpoint_interval;
   Steady next_tick = clock.steady() + tick;
   bool ready_reported = false;
@@ -835,34 +856,46 @@ int run_command(int argc, char** argv) {
   bool more = true;
   std::uint64_t stories_dropped = 0;
   TailStats last_tail{};
+  std::vector<std::pair<std::string, std::uint64_t>> lag_set;  // the lag gauges' values
   auto& m = outputs.metrics();
+
+  // The descriptors to wait on change only when standard input ends.
+  std::vector<pollfd> fds;
+  bool fds_stdin_finished = true;
+  constexpr std::size_t kSignalFd = 0, kReloaderFd = 1, kWatcherFd = 2;
 
   while (!stop) {
     // Backpressure: the outputs' queue is full — stop reading (lag grows) rather than drop anything.
     bool paused = outputs.backpressure();
     if (paused) outputs.wait_for_space(std::chrono::milliseconds(200));
 
-    std::vector<pollfd> fds;
-    fds.push_back({sig_fd, POLLIN, 0});
-    fds.push_back({reloader.fd(), POLLIN, 0});
-    if (watcher && watcher->fd() >= 0) fds.push_back({watcher->fd(), POLLIN, 0});
-    for (int fd : tailer.wait_fds()) fds.push_back({fd, POLLIN, 0});
+    if (fds.empty() || fds_stdin_finished != tailer.stdin_finished()) {
+      fds_stdin_finished = tailer.stdin_finished();
+      fds.clear();
+      fds.push_back({sig_fd, POLLIN, 0});
+      fds.push_back({reloader.fd(), POLLIN, 0});
+      if (watcher && watcher->fd() >= 0) fds.push_back({watcher->fd(), POLLIN, 0});
+      for (int fd : tailer.wait_fds()) fds.push_back({fd, POLLIN, 0});
+    }
     Steady now = clock.steady();
-    Steady deadline = std::min({next_checkpoint, next_tick, now + tailer.next_timeout()});
+    Steady deadline = std::min({next_checkpoint + checkpoint_slack, next_tick, now + tailer.next_timeout()});
     if (reload_pending) deadline = std::min(deadline, reload_at);
+    // Rounded up: a deadline less than 1 ms away must not turn into a busy loop of zero timeouts.
     int timeout = (more && !paused) ? 0
                   : static_cast<int>(std::max<std::int64_t>(
-                        0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()));
+                        0, std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count()));
     if (paused) timeout = 0;
     int rc = ::poll(fds.data(), fds.size(), timeout);
     if (rc < 0 && errno != EINTR) {
       spdlog::error("poll: {}", std::strerror(errno));
       break;
     }
+    // Only what poll() found ready is read (after EINTR the revents say nothing: everything is).
+    auto ready = [&](std::size_t i) { return rc < 0 || (i < fds.size() && fds[i].revents != 0); };
 
     // Signals.
     signalfd_siginfo si;
-    while (::read(sig_fd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+    while (ready(kSignalFd) && ::read(sig_fd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
       if (si.ssi_signo == SIGHUP) {
         reloader.request("SIGHUP");
       } else {
@@ -873,7 +906,7 @@ int run_command(int argc, char** argv) {
     if (stop) break;
 
     // Rule files changed: reload once they settle.
-    if (watcher && watcher->drain()) {
+    if (watcher && watcher->fd() >= 0 && ready(kWatcherFd) && watcher->drain()) {
       reload_pending = true;
       reload_at = clock.steady() + config.rules.reload_delay;
     }
@@ -882,7 +915,7 @@ int run_command(int argc, char** argv) {
       reloader.request("rule files changed");
     }
     bool again = false;
-    if (auto result = reloader.take(again)) {
+    if (auto result = ready(kReloaderFd) ? reloader.take(again) : std::nullopt) {
       log_diagnostics(result->diagnostics);
       if (result->rules) {
         pipeline.replace_rules(result->rules);
@@ -910,15 +943,27 @@ int run_command(int argc, char** argv) {
     }
 
     now = clock.steady();
-    if (now >= next_tick) {
-      next_tick = now + tick;
+    if (now + tick_slack >= next_tick) {
+      // Next tick: when the Tailer wakes next if that is between half a tick and a tick away (one wake-up then
+      // serves both), else a tick from now. Ticks stay at most a tick (and the slack) apart.
+      std::chrono::steady_clock::duration until = tick;
+      auto tail_wake = tailer.next_timeout();
+      if (tail_wake >= tick / 2 && tail_wake <= tick + tick_slack) until = tail_wake;
+      next_tick = now + until;
       pipeline.tick(clock.now());
       feeder.harvest_all();
-      for (const auto& [source, lag] : tailer.lag_by_source()) m.source(source).lag_bytes.Set(static_cast<double>(lag));
+      // Metrics are looked up only when they change: an idle tick touches as little as it can.
+      if (const auto& lag = tailer.lag_by_source(); lag != lag_set) {
+        for (const auto& [source, bytes] : lag) m.source(source).lag_bytes.Set(static_cast<double>(bytes));
+        lag_set = lag;
+      }
       const auto& t = tailer.stats();
-      auto& sm = m.source(config.sources.front().source.empty() ? "file" : config.sources.front().source);
-      if (t.unreadable > last_tail.unreadable) sm.files_unreadable.Increment(static_cast<double>(t.unreadable - last_tail.unreadable));
-      if (t.rotated_unread_bytes > last_tail.rotated_unread_bytes) sm.files_lost.Increment();
+      auto sm = [&]() -> SourceMetrics& {
+        return m.source(config.sources.front().source.empty() ? "file" : config.sources.front().source);
+      };
+      if (t.unreadable > last_tail.unreadable)
+        sm().files_unreadable.Increment(static_cast<double>(t.unreadable - last_tail.unreadable));
+      if (t.rotated_unread_bytes > last_tail.rotated_unread_bytes) sm().files_lost.Increment();
       last_tail = t;
       const auto& cs = pipeline.correlator().stats();
       if (cs.stories_dropped > stories_dropped) {
@@ -926,7 +971,7 @@ int run_command(int argc, char** argv) {
         stories_dropped = cs.stories_dropped;
       }
     }
-    if (now >= next_checkpoint) {
+    if (now + checkpoint_slack >= next_checkpoint) {
       write_cp("periodic");
       next_checkpoint = clock.steady() + config.checkpoint_interval;
     }

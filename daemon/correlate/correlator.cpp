@@ -126,6 +126,7 @@ struct Correlator::Impl {
   std::map<std::string, OpenIncident> open;                 // rule \0 key (ordered: deterministic release)
   std::multimap<Time, std::string> expiry;                  // when an open incident may go quiet → its key
   std::size_t held = 0;                                     // open incidents currently held
+  Time ring_due = Time::max();  // no ring goes idle before this (a lower bound): advance() skips the sweep till then
   bool has_absence = false;                                 // some rule has an absence step
   std::deque<RecentIncident> recent;
   std::function<void(const std::string&)> trace;
@@ -778,6 +779,7 @@ struct Correlator::Impl {
         const RecordMeta& m = (*batch)[*it];
         move_clock(m);
         ring.push_back(ContextLine{m.line, m.offset, m.time, cap_text(batch->text(*it), kContextText)});
+        ring_due = std::min(ring_due, ring.back().time + kRingIdle);
       }
       while (ring.size() > kRingLines) ring.pop_front();
     }
@@ -852,8 +854,15 @@ void Correlator::advance(Time now, std::vector<Incident>& out) {
   auto read_at = std::chrono::steady_clock::now();
   m.batch = nullptr;
   m.check_absences(m.now, read_at);
-  for (auto& st : m.streams) {
-    if (!st.ring.empty() && st.ring.back().time + kRingIdle < m.now) std::deque<ContextLine>().swap(st.ring);
+  if (m.now > m.ring_due) {  // else no ring can be idle yet: the sweep would touch every stream for nothing
+    m.ring_due = Time::max();
+    for (auto& st : m.streams) {
+      if (st.ring.empty()) continue;
+      if (st.ring.back().time + kRingIdle < m.now)
+        std::deque<ContextLine>().swap(st.ring);
+      else
+        m.ring_due = std::min(m.ring_due, st.ring.back().time + kRingIdle);
+    }
   }
   for (auto it = m.open.begin(); m.held > 0 && it != m.open.end(); ++it) {
     if (it->second.hold.held && m.now > it->second.hold.until_time) m.release(it->second, "hold time passed");

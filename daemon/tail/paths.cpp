@@ -114,7 +114,7 @@ PathIdentity parse_log_path(std::string_view path) {
 namespace {
 
 void expand_into(const std::string& base, const std::vector<std::string>& comps, std::size_t i,
-                 std::vector<std::string>& out, std::vector<std::string>* dirs) {
+                 std::vector<std::string>& out, std::vector<std::string>* dirs, bool& complete) {
   const bool last = i + 1 == comps.size();
   const std::string& comp = comps[i];
   auto join = [&](std::string_view name) {
@@ -132,11 +132,17 @@ void expand_into(const std::string& base, const std::vector<std::string>& comps,
       return;
     }
     struct stat st;
-    if (::stat(next.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) expand_into(next, comps, i + 1, out, dirs);
+    if (::stat(next.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      expand_into(next, comps, i + 1, out, dirs, complete);
+    else
+      complete = false;
     return;
   }
   DIR* d = ::opendir(dir.c_str());
-  if (!d) return;
+  if (!d) {
+    complete = false;
+    return;
+  }
   if (dirs) dirs->push_back(dir);
   std::vector<std::string> names;
   while (auto* e = ::readdir(d)) {
@@ -152,22 +158,24 @@ void expand_into(const std::string& base, const std::vector<std::string>& comps,
       out.push_back(next);
     } else {
       struct stat st;
-      if (::stat(next.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) expand_into(next, comps, i + 1, out, dirs);
+      if (::stat(next.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) expand_into(next, comps, i + 1, out, dirs, complete);
     }
   }
 }
 
 }  // namespace
 
-std::vector<std::string> expand_glob(const std::string& pattern, std::vector<std::string>* dirs) {
+std::vector<std::string> expand_glob(const std::string& pattern, std::vector<std::string>* dirs, bool* complete) {
   std::vector<std::string> out;
+  bool whole = true;
   if (pattern.empty()) return out;
   std::vector<std::string> comps;
   for (auto part : split(pattern, '/'))
     if (!part.empty() && part != ".") comps.emplace_back(part);
   if (comps.empty()) return out;
   std::string base = pattern.front() == '/' ? "/" : "";
-  expand_into(base, comps, 0, out, dirs);
+  expand_into(base, comps, 0, out, dirs, whole);
+  if (complete && !whole) *complete = false;
   return out;
 }
 

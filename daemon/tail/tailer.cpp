@@ -4,12 +4,21 @@
 // end before the stream moves to its next file (rename rotation, a new restart, a recreated file), so records of a
 // stream stay in order and the decoder's offsets stay those of one file. A file is followed by its descriptor, so a
 // rename or an unlink does not lose its tail.
+//
+// Idle cost. inotify reports every write, truncation, creation, rename and deletion in a watched directory of a local
+// filesystem, so while it covers everything (every directory watched, the globs fully expanded, no watch on a network
+// filesystem or reached through a symlink) a file without an event has not changed: each rescan_interval only the
+// files an event named, and those inotify cannot vouch for (rotated away, deleted, hard-linked), are stat'ed — with
+// the same checks as the full rescan, so a copytruncate refilled past the offset is still told by its fingerprint.
+// Directory events trigger the full rescan (glob expansion) at once; it also runs every covered_rescan_interval.
+// Otherwise the full rescan runs every rescan_interval, as the fallback.
 #include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <poll.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -114,6 +123,28 @@ std::string real_path(const std::string& path) {
   return path;
 }
 
+// Filesystems on which inotify sees every change (made on this host). Elsewhere (NFS, SMB, FUSE, 9p, ...) changes
+// may come without events, so directories there keep the periodic rescan.
+bool inotify_complete_on(const std::string& dir) {
+  struct statfs fs;
+  if (::statfs(dir.c_str(), &fs) != 0) return false;
+  switch (static_cast<std::uint64_t>(fs.f_type)) {
+    case 0xEF53:      // ext2/3/4
+    case 0x58465342:  // xfs
+    case 0x9123683E:  // btrfs
+    case 0x01021994:  // tmpfs
+    case 0x858458F6:  // ramfs
+    case 0x794C7630:  // overlayfs
+    case 0xF2F52010:  // f2fs
+    case 0x2FC12FC1:  // zfs
+    case 0xCA451A4E:  // bcachefs
+    case 0x3153464A:  // jfs
+      return true;
+    default:
+      return false;
+  }
+}
+
 std::string read_boot_id() {
   std::ifstream in("/proc/sys/kernel/random/boot_id");
   std::string id;
@@ -154,6 +185,7 @@ struct TFile {
   std::uint64_t last_size = 0;  // at the last stat
   std::int64_t ordinal = -1;    // restart number; orders a stream's files
   std::int64_t mtime_ns = 0;
+  std::uint64_t nlink = 1;      // at the last stat
   std::uint64_t seq = 0;        // discovery order
   StreamIdentity identity;      // of the stream in this file
   std::string instance_key;     // compared (pod uid + restart)
@@ -165,6 +197,9 @@ struct TFile {
   bool ready = false;
   bool at_eof = false;
   bool seen = false;     // in the last rescan
+  bool touched = false;  // an inotify event named it since it was last stat'ed
+  bool scanned = false;  // the current full rescan stat'ed it by name (scan_size, scan_nlink): no fstat needed
+  std::uint64_t scan_size = 0, scan_nlink = 0;
   Steady last_growth{};
 };
 
@@ -179,7 +214,15 @@ struct TStream {
   std::vector<TFile*> pending;  // ordered
   Steady last_data{};
   bool idle_sent = true;
+  bool active = false;  // listed in Impl::active
 };
+
+// Nothing to read, no successor waiting, no timer running: poll_once() leaves the stream alone until something
+// happens to one of its files (Impl::activate).
+bool quiet(const TStream& s) {
+  if (!s.idle_sent || !s.pending.empty()) return false;
+  return !s.current || (!s.current->ready && !s.current->deleted);
+}
 
 struct Candidate {
   const SourceSpec* source;
@@ -216,9 +259,26 @@ struct Tailer::Impl {
   std::unordered_map<std::string, int> dir_wd;
   bool inotify_warned = false;
   bool rescan_needed = true;
-  Steady next_rescan{};
+  Steady next_rescan{};       // the next check (full rescan, or stat of what inotify did not vouch for)
+  Steady next_full_rescan{};  // while inotify covers everything
+  // What inotify covers, as of the last full rescan (see the top of the file).
+  bool watch_failed = false;           // a directory could not be watched
+  bool glob_incomplete = false;        // a directory a glob needs is missing or unreadable
+  bool open_deferred = false;          // a file waits for a descriptor
+  std::unordered_set<int> unsure_wds;  // watches on another filesystem, or on a directory reached through a symlink
+  std::size_t new_watches = 0;         // added by the current full rescan
+  std::vector<Key> unvouched;          // files stat'ed at every check: inotify does not report their changes
+  std::vector<Key> touched;            // files an event named since the last check
 
+  std::optional<Steady> switch_deadline;  // of the streams' timers, as of the end of the last poll_once()
+  // Streams that are not quiet(): the only ones an idle poll_once() looks at (touching every stream's state at every
+  // wake-up is most of the idle cost once the rescan is cheap).
+  std::vector<std::uint32_t> active;
+  // lag_by_source(), until a file's size, offset or state changes.
+  mutable std::vector<std::pair<std::string, std::uint64_t>> lag_cache;
+  mutable bool lag_stale = true;
   std::string read_buf;
+  std::string event_path;  // reused by drain_inotify
   std::size_t cursor = 0;  // round-robin start among streams
 
   // stdin
@@ -270,6 +330,15 @@ struct Tailer::Impl {
     return index;
   }
 
+  void activate(std::uint32_t index) {
+    if (index >= streams.size()) return;
+    TStream& s = *streams[index];
+    if (!s.active) {
+      s.active = true;
+      active.push_back(index);
+    }
+  }
+
   void ensure_open(TStream& s) {
     if (!s.opened) {
       s.handle = handler.open_stream(s.identity, s.format);
@@ -285,6 +354,7 @@ struct Tailer::Impl {
                                  IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_MODIFY | IN_ATTRIB |
                                      IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR);
     if (wd < 0) {
+      watch_failed = true;
       if (!inotify_warned) {
         spdlog::warn("cannot watch {} ({}); relying on the {} rescan", dir, std::strerror(errno),
                      format_duration(opt.rescan_interval));
@@ -293,10 +363,45 @@ struct Tailer::Impl {
       return;
     }
     auto old = wd_dir.find(wd);  // the same directory under another name
-    if (old != wd_dir.end()) dir_wd.erase(old->second);
+    if (old != wd_dir.end()) {
+      dir_wd.erase(old->second);
+      unsure_wds.insert(wd);  // events carry one of its names only
+    } else {
+      ++new_watches;
+      // A directory reached through a symlink can be swapped without an event in it; another filesystem may change
+      // without events.
+      if (real_path(dir) != dir || !inotify_complete_on(dir)) unsure_wds.insert(wd);
+    }
     wd_dir[wd] = dir;
     dir_wd[dir] = wd;
     stats.watched_dirs = wd_dir.size();
+  }
+
+  void forget_watch(std::unordered_map<int, std::string>::iterator it) {
+    dir_wd.erase(it->second);
+    unsure_wds.erase(it->first);
+    wd_dir.erase(it);
+    stats.watched_dirs = wd_dir.size();
+  }
+
+  // While this holds, a file or directory without an inotify event has not changed (as of the last full rescan).
+  bool inotify_covers() const {
+    return inotify_fd >= 0 && !watch_failed && !glob_incomplete && !open_deferred && unsure_wds.empty();
+  }
+
+  // inotify reports the changes of `f`: its events arrive under a name that maps back to it.
+  bool reported_by_inotify(const TFile& f) const {
+    auto named = [&](const std::string& path) {
+      auto b = by_path.find(path);
+      return b != by_path.end() && b->second == f.key;
+    };
+    if (f.state == FileState::finished) {
+      // Only a finished file that keeps its name is looked at (late bytes); a rename is a directory event.
+      if (!named(f.path)) return true;
+      return f.nlink == 1 && dir_wd.count(dir_of(f.path)) > 0;
+    }
+    // Writes show under the resolved name (a symlink is resolved when the writer opens the file).
+    return !f.rotated && !f.deleted && f.nlink == 1 && named(f.real) && dir_wd.count(dir_of(f.real)) > 0;
   }
 
   void drain_inotify() {
@@ -316,26 +421,36 @@ struct Tailer::Impl {
         }
         if (ev->mask & IN_IGNORED) {
           auto it = wd_dir.find(ev->wd);
-          if (it != wd_dir.end()) {
-            dir_wd.erase(it->second);
-            wd_dir.erase(it);
-            stats.watched_dirs = wd_dir.size();
-          }
+          if (it != wd_dir.end()) forget_watch(it);
           rescan_needed = true;
           continue;
         }
         auto it = wd_dir.find(ev->wd);
         if (it == wd_dir.end()) continue;
         if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF)) {
+          // A moved directory keeps its watch but no longer has the name we know it by: drop it, so that the rescan
+          // watches whatever now has that name.
+          ::inotify_rm_watch(inotify_fd, ev->wd);
+          forget_watch(it);
           rescan_needed = true;
           continue;
         }
         if (ev->len == 0) continue;
-        std::string full = it->second == "/" ? "/" + std::string(ev->name) : it->second + "/" + ev->name;
-        auto f = by_path.find(full);
+        event_path.assign(it->second);
+        if (event_path != "/") event_path += '/';
+        event_path += ev->name;
+        auto f = by_path.find(event_path);
         if (f != by_path.end()) {
           auto file = files.find(f->second);
-          if (file != files.end()) file->second->ready = true;
+          if (file != files.end()) {
+            TFile& tf = *file->second;
+            tf.ready = true;
+            if (tf.state != FileState::finished) activate(tf.stream);
+            if (!tf.touched) {
+              tf.touched = true;
+              touched.push_back(tf.key);
+            }
+          }
         }
         if (ev->mask & (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ATTRIB)) rescan_needed = true;
       }
@@ -408,6 +523,11 @@ struct Tailer::Impl {
 
   void rescan() {
     ++stats.rescans;
+    lag_stale = true;
+    watch_failed = false;
+    glob_incomplete = false;
+    open_deferred = false;
+    new_watches = 0;
     std::vector<std::string> dirs;
     std::unordered_map<std::string, Key> new_by_path;
     std::vector<Candidate> found;
@@ -415,7 +535,10 @@ struct Tailer::Impl {
     for (const auto& src : sources) {
       if (src.kind != SourceKind::files) continue;
       for (const auto& pattern : src.paths) {
-        for (auto& path : expand_glob(pattern, &dirs)) {
+        bool complete = true;
+        auto paths = expand_glob(pattern, &dirs, &complete);
+        if (!complete) glob_incomplete = true;
+        for (auto& path : paths) {
           struct stat st;
           if (::stat(path.c_str(), &st) != 0) {
             if (errno != ENOENT) {
@@ -432,7 +555,11 @@ struct Tailer::Impl {
           seen.insert(key);
           auto it = files.find(key);
           if (it != files.end()) {
-            it->second->seen = true;
+            TFile& f = *it->second;
+            f.seen = true;
+            f.scanned = true;
+            f.scan_size = static_cast<std::uint64_t>(st.st_size);
+            f.scan_nlink = static_cast<std::uint64_t>(st.st_nlink);
             continue;
           }
           if (excluded_keys.count(key)) continue;
@@ -452,12 +579,7 @@ struct Tailer::Impl {
           it = files.erase(it);
           continue;
         }
-        // Bytes written after the stream moved on are not read (counted once per growth).
-        struct stat st;
-        if (::stat(f.path.c_str(), &st) == 0 && still_named && static_cast<std::uint64_t>(st.st_size) > f.last_size) {
-          stats.late_bytes += static_cast<std::uint64_t>(st.st_size) - f.last_size;
-          f.last_size = static_cast<std::uint64_t>(st.st_size);
-        }
+        check_finished(f, still_named);
         ++it;
         continue;
       }
@@ -467,21 +589,7 @@ struct Tailer::Impl {
       } else if (still_named && f.rotated) {
         f.rotated = false;  // renamed back
       }
-      struct stat st;
-      if (f.fd >= 0 && ::fstat(f.fd, &st) == 0) {
-        if (st.st_nlink == 0 && !f.deleted) {
-          f.deleted = true;
-          spdlog::debug("{} deleted (reading it to its end)", f.path);
-        }
-        auto size = static_cast<std::uint64_t>(st.st_size);
-        if (size != f.offset) f.ready = true;
-        if (size != f.last_size && f.state == FileState::current && f.fp.bytes > 0 && size >= f.offset) {
-          // Content replaced in place (copytruncate refilled past our offset before we looked)?
-          auto fp = fingerprint_of(f.fd, f.fp.bytes);
-          if (fp && fp->bytes == f.fp.bytes && fp->hash != f.fp.hash) truncate_restart(f, "content replaced");
-        }
-        f.last_size = size;
-      }
+      check_open(f);
       ++it;
     }
 
@@ -501,9 +609,9 @@ struct Tailer::Impl {
     });
     for (TFile* f : added) attach(*f);
 
-    by_path.clear();
-    for (auto& [path, key] : new_by_path)
-      if (files.count(key)) by_path[path] = key;
+    for (auto it = new_by_path.begin(); it != new_by_path.end();)
+      it = files.count(it->second) ? std::next(it) : new_by_path.erase(it);
+    by_path.swap(new_by_path);
     // Resolved paths and their directories (symlink targets live elsewhere: /var/log/containers -> /var/log/pods).
     for (auto& [key, f] : files) {
       if (f->state == FileState::finished || f->real == f->path) continue;
@@ -527,6 +635,91 @@ struct Tailer::Impl {
       if (f->state != FileState::finished) ++live;
     stats.watched_files = live;
     initial_scan = false;
+
+    // Every file was just looked at. From now on, which ones must be stat'ed without an event?
+    const bool covered = inotify_covers();
+    unvouched.clear();
+    touched.clear();
+    for (auto& [key, f] : files) {
+      f->touched = false;
+      f->scanned = false;
+      if (!covered || !reported_by_inotify(*f)) unvouched.push_back(key);
+    }
+    // A directory watched only now may have gained entries between its listing and its watch: look once more.
+    if (covered && new_watches > 0) rescan_needed = true;
+    // Every stream gets a look now and then, whatever it was told.
+    for (std::uint32_t i = 0; i < streams.size(); ++i) activate(i);
+  }
+
+  // Between full rescans while inotify covers everything: stat the files an event named and those inotify does not
+  // vouch for, with the same checks as the full rescan.
+  void check_files() {
+    auto check = [&](const Key& key) {
+      auto it = files.find(key);
+      if (it == files.end()) return;
+      TFile& f = *it->second;
+      f.touched = false;
+      if (f.state == FileState::finished) {
+        auto named = by_path.find(f.path);
+        check_finished(f, named != by_path.end() && named->second == f.key);
+      } else {
+        check_open(f);
+      }
+    };
+    for (const Key& key : unvouched) check(key);
+    for (const Key& key : touched) {
+      auto it = files.find(key);
+      if (it != files.end() && it->second->touched) check(key);
+    }
+    touched.clear();
+  }
+
+  // Bytes written to a finished file after the stream moved on are not read (counted once per growth).
+  void check_finished(TFile& f, bool still_named) {
+    if (!still_named) return;
+    std::uint64_t size = 0;
+    if (f.scanned) {
+      size = f.scan_size;
+    } else {
+      struct stat st;
+      if (::stat(f.path.c_str(), &st) != 0) return;
+      size = static_cast<std::uint64_t>(st.st_size);
+    }
+    if (size > f.last_size) {
+      stats.late_bytes += size - f.last_size;
+      f.last_size = size;
+    }
+  }
+
+  // A followed file: deleted? grown? truncated, or its content replaced?
+  void check_open(TFile& f) {
+    std::uint64_t size = 0;
+    if (f.scanned) {  // the rescan's stat of its name is a stat of this file
+      f.scanned = false;
+      size = f.scan_size;
+      f.nlink = f.scan_nlink;
+    } else {
+      struct stat st;
+      if (f.fd < 0 || ::fstat(f.fd, &st) != 0) return;
+      size = static_cast<std::uint64_t>(st.st_size);
+      f.nlink = static_cast<std::uint64_t>(st.st_nlink);
+    }
+    lag_stale = true;
+    if (f.nlink == 0 && !f.deleted) {
+      f.deleted = true;
+      activate(f.stream);
+      spdlog::debug("{} deleted (reading it to its end)", f.path);
+    }
+    if (size != f.offset) {
+      f.ready = true;
+      activate(f.stream);
+    }
+    if (size != f.last_size && f.state == FileState::current && f.fp.bytes > 0 && size >= f.offset) {
+      // Content replaced in place (copytruncate refilled past our offset before we looked)?
+      auto fp = fingerprint_of(f.fd, f.fp.bytes);
+      if (fp && fp->bytes == f.fp.bytes && fp->hash != f.fp.hash) truncate_restart(f, "content replaced");
+    }
+    f.last_size = size;
   }
 
   TFile* discover(const Candidate& c) {
@@ -559,6 +752,7 @@ struct Tailer::Impl {
     }
     if (open_fds >= opt.max_open_files) {
       ++stats.open_deferred;
+      open_deferred = true;
       if (warn_once("fds", "")) spdlog::warn("{} files open: more wait for descriptors", open_fds);
       return nullptr;
     }
@@ -585,6 +779,7 @@ struct Tailer::Impl {
     f->seq = next_seq++;
     f->seen = true;
     f->mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
+    f->nlink = static_cast<std::uint64_t>(st.st_nlink);
     f->last_size = static_cast<std::uint64_t>(st.st_size);
     f->last_growth = clock.steady();
     if (!pid.restart.empty()) f->ordinal = std::stoll(pid.restart);
@@ -637,6 +832,7 @@ struct Tailer::Impl {
     f->start_line = f->line_next;
     f->ready = true;
     f->stream = stream_for(identity, src.format != ContainerFormat::auto_detect ? src.format : pid.format_hint);
+    lag_stale = true;
     auto* raw = f.get();
     files.emplace(key, std::move(f));
     return raw;
@@ -652,6 +848,7 @@ struct Tailer::Impl {
       return std::tie(a->ordinal, a->seq) < std::tie(b->ordinal, b->seq);
     });
     s.pending.insert(pos, &f);
+    activate(f.stream);
   }
 
   void begin(TStream& s, TFile& f) {
@@ -664,6 +861,7 @@ struct Tailer::Impl {
       how = FileStart::new_instance;
     }
     s.current = &f;
+    activate(f.stream);
     s.had_file = true;
     s.last_instance_key = f.instance_key;
     f.state = FileState::current;
@@ -681,6 +879,8 @@ struct Tailer::Impl {
     f.line_next = 1;
     f.at_eof = false;
     f.ready = true;
+    activate(f.stream);
+    lag_stale = true;
     f.fp = fingerprint_of(f.fd, opt.fingerprint_bytes).value_or(Fingerprint{});
     if (f.state == FileState::current) {
       TStream& s = *streams[f.stream];
@@ -701,6 +901,7 @@ struct Tailer::Impl {
     }
     f.state = FileState::finished;
     f.last_size = f.offset;
+    lag_stale = true;
     s.current = nullptr;
     if (f.deleted) {
       files.erase(f.key);  // gone: nothing to remember
@@ -723,6 +924,7 @@ struct Tailer::Impl {
     auto size = static_cast<std::uint64_t>(st.st_size);
     if (size < f.offset) truncate_restart(f, "shrank below the read offset");
     f.last_size = size;
+    lag_stale = true;
     std::size_t total = 0;
     Time now = clock.now();
     while (total < budget) {
@@ -785,20 +987,17 @@ struct Tailer::Impl {
     }
   }
 
-  std::optional<Steady> next_switch_deadline() const {
-    std::optional<Steady> best;
-    for (const auto& sp : streams) {
-      const TStream& s = *sp;
-      if (s.current && s.current->at_eof && (!s.pending.empty() || s.current->deleted)) {
-        Steady t = s.current->last_growth + std::chrono::duration_cast<std::chrono::steady_clock::duration>(opt.rotate_wait);
-        if (!best || t < *best) best = t;
-      }
-      if (!s.idle_sent) {
-        Steady t = s.last_data + std::chrono::duration_cast<std::chrono::steady_clock::duration>(opt.partial_timeout);
-        if (!best || t < *best) best = t;
-      }
+  // When the stream's timers (rotate_wait of a finished-looking file, the partial-line timeout) next need a poll.
+  void stream_deadline(const TStream& s, std::optional<Steady>& best) const {
+    using std::chrono::steady_clock;
+    if (s.current && s.current->at_eof && (!s.pending.empty() || s.current->deleted)) {
+      Steady t = s.current->last_growth + std::chrono::duration_cast<steady_clock::duration>(opt.rotate_wait);
+      if (!best || t < *best) best = t;
     }
-    return best;
+    if (!s.idle_sent) {
+      Steady t = s.last_data + std::chrono::duration_cast<steady_clock::duration>(opt.partial_timeout);
+      if (!best || t < *best) best = t;
+    }
   }
 
   // ---- stdin ----
@@ -827,6 +1026,7 @@ struct Tailer::Impl {
       stats.bytes += static_cast<std::uint64_t>(n);
       s.last_data = clock.steady();
       s.idle_sent = false;
+      activate(static_cast<std::uint32_t>(stdin_stream));
       handler.data(s.handle, std::string_view(read_buf.data(), static_cast<std::size_t>(n)), clock.now());
       if (stopped) return false;
     }
@@ -953,35 +1153,52 @@ struct Tailer::Impl {
     drain_inotify();
     Steady now = clock.steady();
     if (rescan_needed || now >= next_rescan) {
+      const bool full = rescan_needed || now >= next_full_rescan || !inotify_covers();
       rescan_needed = false;
-      rescan();
+      if (full) {
+        rescan();
+        next_full_rescan =
+            now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(opt.covered_rescan_interval);
+      } else {
+        check_files();
+      }
       next_rescan = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(opt.rescan_interval);
     }
     std::size_t budget = opt.max_bytes_per_poll;
     bool more = false;
     if (stdin_stream >= 0) more |= read_stdin(budget / 4 + 1);
     if (kmsg_fd >= 0) more |= read_kmsg(budget / 4 + 1);
-    // Round-robin over streams with a ready current file; each gets a fair share of the budget per pass.
-    const std::size_t n = streams.size();
+    // Round-robin over the active streams with a ready current file; each gets a fair share of the budget per pass.
+    const std::size_t n = active.size();
     if (n > 0) {
-      std::size_t share = std::max<std::size_t>(opt.read_chunk_bytes, budget / std::max<std::size_t>(1, n));
+      std::size_t share = std::max<std::size_t>(opt.read_chunk_bytes, budget / streams.size());
       for (std::size_t i = 0; i < n && budget > 0 && !stopped; ++i) {
-        TStream& s = *streams[(cursor + i) % n];
+        TStream& s = *streams[active[(cursor + i) % n]];
         if (!s.current || !s.current->ready || s.current->fd < 0) continue;
         budget -= read_file(s, *s.current, std::min(share, budget));
       }
       cursor = (cursor + 1) % n;
     }
+    // Rotation, partial-line timeouts and the next deadline; streams with nothing left to do leave the active list.
     Steady after = clock.steady();
-    for (auto& sp : streams) {
-      TStream& s = *sp;
+    switch_deadline.reset();
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < active.size(); ++i) {
+      const std::uint32_t index = active[i];
+      TStream& s = *streams[index];
       maybe_switch(s, after);
       if (s.current && s.current->ready) more = true;
       if (!s.idle_sent && after - s.last_data >= opt.partial_timeout) {
         s.idle_sent = true;
         handler.idle(s.handle, clock.now());
       }
+      stream_deadline(s, switch_deadline);  // the streams change only in poll_once: next_timeout() reuses this
+      if (quiet(s))
+        s.active = false;
+      else
+        active[kept++] = index;
     }
+    active.resize(kept);
     return more && !stopped;
   }
 
@@ -990,7 +1207,7 @@ struct Tailer::Impl {
     Steady now = clock.steady();
     if (rescan_needed) return milliseconds(0);
     Steady deadline = next_rescan;
-    if (auto d = next_switch_deadline(); d && *d < deadline) deadline = *d;
+    if (switch_deadline && *switch_deadline < deadline) deadline = *switch_deadline;
     if (deadline <= now) return milliseconds(0);
     return duration_cast<milliseconds>(deadline - now) + milliseconds(1);
   }
@@ -1083,7 +1300,8 @@ bool Tailer::poll_once() { return impl_->poll_once(); }
 std::chrono::milliseconds Tailer::next_timeout() const { return impl_->next_timeout(); }
 void Tailer::stop() { impl_->stopped = true; }
 TailPositions Tailer::positions() { return impl_->positions(); }
-std::vector<std::pair<std::string, std::uint64_t>> Tailer::lag_by_source() const {
+const std::vector<std::pair<std::string, std::uint64_t>>& Tailer::lag_by_source() const {
+  if (!impl_->lag_stale) return impl_->lag_cache;
   std::map<std::string, std::uint64_t> lag;
   for (const auto& src : impl_->sources)
     lag[src.source.empty() ? (src.kind == SourceKind::files ? "file" : src.kind == SourceKind::kmsg ? "kmsg" : "stdin")
@@ -1094,7 +1312,9 @@ std::vector<std::pair<std::string, std::uint64_t>> Tailer::lag_by_source() const
     std::uint64_t behind = f->last_size > f->offset ? f->last_size - f->offset : 0;
     lag[source ? *source : "file"] += behind;
   }
-  return {lag.begin(), lag.end()};
+  impl_->lag_cache.assign(lag.begin(), lag.end());
+  impl_->lag_stale = false;
+  return impl_->lag_cache;
 }
 
 bool Tailer::stdin_finished() const { return impl_->stdin_stream >= 0 && impl_->stdin_eof; }

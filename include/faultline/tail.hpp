@@ -1,7 +1,8 @@
 // tail: finds the files of the configured sources (paths, globs, Kubernetes and docker layouts, symlinks), follows
 // each by identity (device + inode + a fingerprint of its first bytes) across rename rotation, copytruncate and
 // deletion, reads standard input and the kernel log (/dev/kmsg), and hands the bytes to a TailHandler. It wakes on
-// inotify and rescans periodically as a fallback. Time is injected (Clock) and all work happens in explicit
+// inotify; while inotify covers every directory and file it stats only what an event named, otherwise it rescans
+// periodically as a fallback. Time is injected (Clock) and all work happens in explicit
 // poll_once() steps, so tests never sleep. A Tailer, its handler and its clock belong to one thread.
 // Also here: the durable checkpoint (read positions + correlator state), written atomically in the state dir.
 #pragma once
@@ -144,7 +145,13 @@ std::optional<Checkpoint> read_checkpoint(const std::string& state_dir, std::str
 bool write_file_atomic(const std::string& path, std::string_view data, std::string* error = nullptr);
 
 struct TailOptions {
-  Duration rescan_interval = std::chrono::seconds(1);   // glob rescan and stat of open files (inotify fallback)
+  // Glob rescan and stat of every file (inotify fallback); while inotify covers everything, only the files an event
+  // named (or that inotify cannot vouch for: rotated, deleted, hard-linked) are stat'ed this often.
+  Duration rescan_interval = std::chrono::seconds(1);
+  // While inotify covers everything: the full rescan still runs this often (directory events trigger it at once),
+  // for what no watch announces (a directory the glob names literally, renamed with its parent; a filesystem mounted
+  // over a watched directory).
+  Duration covered_rescan_interval = std::chrono::seconds(30);
   Duration partial_timeout = std::chrono::seconds(2);   // a line without its newline is flushed after this
   Duration rotate_wait = std::chrono::milliseconds(500);  // a rotated file is read this long after its last growth
   std::size_t read_chunk_bytes = 256 * 1024;
@@ -234,8 +241,8 @@ class Tailer {
   // Positions for a checkpoint. The caller drains its pipeline first so committed offsets are final.
   TailPositions positions();
 
-  // Bytes not read yet per `source` label (as of the last stat of each file).
-  std::vector<std::pair<std::string, std::uint64_t>> lag_by_source() const;
+  // Bytes not read yet per `source` label (as of the last stat of each file). Valid until the next poll_once().
+  const std::vector<std::pair<std::string, std::uint64_t>>& lag_by_source() const;
 
   bool stdin_finished() const;  // standard input reached its end
   bool has_file_sources() const;
@@ -247,8 +254,11 @@ class Tailer {
 };
 
 // Expands one glob (components may hold * ? [..]; no ** ) into existing paths, sorted. `dirs` receives every
-// directory looked into (what to watch).
-std::vector<std::string> expand_glob(const std::string& pattern, std::vector<std::string>* dirs = nullptr);
+// directory looked into (what to watch). `complete` is cleared when a directory the pattern names literally (not the
+// last component) is missing or not a directory, or a directory cannot be listed: a watch on `dirs` would not
+// announce its appearance.
+std::vector<std::string> expand_glob(const std::string& pattern, std::vector<std::string>* dirs = nullptr,
+                                     bool* complete = nullptr);
 
 // Raises RLIMIT_NOFILE to its hard limit. Returns the new soft limit.
 std::uint64_t raise_open_files_limit();

@@ -177,6 +177,13 @@ TEST_CASE("globs expand in every component and report the directories to watch")
   CHECK(expand_glob(t / "pods/missing.log", &dirs).empty());
   CHECK(dirs == std::vector<std::string>{t / "pods"});
   CHECK(expand_glob(t / "nothing/*/x.log").empty());
+  // Complete unless a directory the pattern names literally is missing (no watch could announce it).
+  bool complete = true;
+  expand_glob(t / "pods/*/*/*.log", nullptr, &complete);
+  expand_glob(t / "pods/missing.log", nullptr, &complete);
+  CHECK(complete);
+  expand_glob(t / "nothing/*/x.log", nullptr, &complete);
+  CHECK(!complete);
 }
 
 TEST_CASE("kmsg records") {
@@ -642,6 +649,163 @@ TEST_CASE("kmsg-format records from a file become timed lines; a restart skips w
     CHECK(rec.streams[0].data.find(" WARNING kernel: third\n") != std::string::npos);
     CHECK(rec.saw("resumed kmsg @" + std::to_string(saved.kmsg.offset)));
   }
+}
+
+// While inotify covers every directory, the periodic check stats only what an event named (or what inotify cannot
+// vouch for); the full rescan runs on directory events and every covered_rescan_interval. Without inotify, every
+// rescan_interval, as before.
+TEST_CASE("idle with inotify: no full rescan until a directory changes or covered_rescan_interval passes") {
+  TempDir t;
+  write(t / "a.log", "a\n");
+  TailOptions covered = options();
+  covered.covered_rescan_interval = std::chrono::seconds(10);
+  ManualClock clock;
+  Recorder rec;
+  Tailer tailer(covered, clock, rec);
+  tailer.add_source(files(t / "*.log"));
+  tailer.restore(nullptr);
+  step(tailer, clock);
+  step(tailer, clock);  // the look again after the first watches were added
+  auto base = tailer.stats().rescans;
+  for (int i = 0; i < 5; ++i) step(tailer, clock);
+  CHECK(tailer.stats().rescans == base);
+  write(t / "a.log", "more\n");  // a write: an event, read at once, no rescan
+  clock.advance(std::chrono::milliseconds(10));
+  while (tailer.poll_once()) {
+  }
+  CHECK(rec.data_of(t / "a.log") == "a\nmore\n");
+  step(tailer, clock);
+  CHECK(tailer.stats().rescans == base);
+  write(t / "b.log", "b\n");  // a new file: a directory event, a rescan at once
+  clock.advance(std::chrono::milliseconds(10));
+  while (tailer.poll_once()) {
+  }
+  CHECK(rec.data_of(t / "b.log") == "b\n");
+  CHECK(tailer.stats().rescans == base + 1);
+  for (int i = 0; i < 10; ++i) step(tailer, clock);  // 11 s: the periodic full rescan ran
+  CHECK(tailer.stats().rescans == base + 2);
+
+  TailOptions o = options();
+  o.use_inotify = false;
+  ManualClock clock2;
+  Recorder rec2;
+  Tailer polling(o, clock2, rec2);
+  polling.add_source(files(t / "*.log"));
+  polling.restore(nullptr);
+  step(polling, clock2);
+  auto base2 = polling.stats().rescans;
+  for (int i = 0; i < 5; ++i) step(polling, clock2);
+  CHECK(polling.stats().rescans == base2 + 5);
+}
+
+TEST_CASE("copytruncate refilled past the old offset between two idle checks is told by the fingerprint") {
+  TempDir t;
+  ManualClock clock;
+  Recorder rec;
+  Tailer tailer(options(), clock, rec);
+  tailer.add_source(files(t / "app.log"));
+  tailer.restore(nullptr);
+  write(t / "app.log", lines(1, 3, "old"));
+  step(tailer, clock);
+  step(tailer, clock);
+  auto base = tailer.stats().rescans;
+  write(t / "app.log", lines(1, 20, "new"), false);
+  step(tailer, clock);
+  step(tailer, clock);
+  CHECK(tailer.stats().rescans == base);  // found by the check of the file an event named
+  CHECK(rec.data_of(t / "app.log") == lines(1, 3, "old") + lines(1, 20, "new"));
+  CHECK(tailer.stats().truncations == 1);
+}
+
+TEST_CASE("a file rotated away without a successor is still followed between rescans") {
+  TempDir t;
+  ManualClock clock;
+  Recorder rec;
+  Tailer tailer(options(), clock, rec);
+  tailer.add_source(files(t / "app.log"));
+  tailer.restore(nullptr);
+  write(t / "app.log", lines(1, 2));
+  step(tailer, clock);
+  step(tailer, clock);
+  fs::rename(t / "app.log", t / "app.log.1");  // a directory event: the rescan sees it rotated away
+  step(tailer, clock);
+  auto base = tailer.stats().rescans;
+  write(t / "app.log.1", lines(3, 4));  // its events carry a name no glob matches
+  step(tailer, clock);
+  CHECK(tailer.stats().rescans == base);
+  CHECK(rec.data_of(t / "app.log") == lines(1, 4));
+}
+
+TEST_CASE("a file written through a hard link in an unwatched directory is still read") {
+  TempDir t;
+  fs::create_directories(t.path / "logs");
+  fs::create_directories(t.path / "elsewhere");
+  write(t / "logs/app.log", lines(1, 1));
+  fs::create_hard_link(t / "logs/app.log", t / "elsewhere/app.log");
+  ManualClock clock;
+  Recorder rec;
+  Tailer tailer(options(), clock, rec);
+  tailer.add_source(files(t / "logs/*.log"));
+  tailer.restore(nullptr);
+  step(tailer, clock);
+  step(tailer, clock);
+  write(t / "elsewhere/app.log", lines(2, 3));  // the event goes to `elsewhere`, which is not watched
+  step(tailer, clock);
+  CHECK(rec.data_of(t / "logs/app.log") == lines(1, 3));
+}
+
+TEST_CASE("a watched directory moved away and created again: new files in the new one are found") {
+  TempDir t;
+  fs::create_directories(t.path / "logs");
+  write(t / "logs/a.log", "a\n");
+  ManualClock clock;
+  Recorder rec;
+  Tailer tailer(options(), clock, rec);
+  tailer.add_source(files(t / "logs/*.log"));
+  tailer.restore(nullptr);
+  step(tailer, clock);
+  step(tailer, clock);
+  fs::rename(t / "logs", t / "logs.old");
+  fs::create_directories(t.path / "logs");
+  step(tailer, clock);
+  step(tailer, clock);
+  write(t / "logs/b.log", "b\n");
+  step(tailer, clock);
+  CHECK(rec.data_of(t / "logs/b.log") == "b\n");
+}
+
+TEST_CASE("a directory reached through a symlink keeps the periodic rescan: retargeting the link is seen") {
+  TempDir t;
+  fs::create_directories(t.path / "v1");  // empty: only the glob's directory is watched
+  fs::create_directories(t.path / "v2");
+  fs::create_directory_symlink(t / "v1", t / "current");
+  ManualClock clock;
+  Recorder rec;
+  Tailer tailer(options(), clock, rec);
+  tailer.add_source(files(t / "current/*.log"));
+  tailer.restore(nullptr);
+  step(tailer, clock);
+  step(tailer, clock);
+  write(t / "v2/b.log", "b\n");
+  fs::remove(t / "current");
+  fs::create_directory_symlink(t / "v2", t / "current");  // no event in any watched directory
+  step(tailer, clock);
+  CHECK(rec.data_of(t / "current/b.log") == "b\n");
+}
+
+TEST_CASE("a directory a glob names literally appears later: found at the next rescan") {
+  TempDir t;
+  ManualClock clock;
+  Recorder rec;
+  Tailer tailer(options(), clock, rec);
+  tailer.add_source(files(t / "pods/*/*.log"));  // `pods` is missing: nothing inotify could watch announces it
+  tailer.restore(nullptr);
+  step(tailer, clock);
+  step(tailer, clock);
+  fs::create_directories(t.path / "pods/p");
+  write(t / "pods/p/a.log", "a\n");
+  step(tailer, clock);
+  CHECK(rec.data_of(t / "pods/p/a.log") == "a\n");
 }
 
 TEST_CASE("idle: next_timeout waits until the next rescan") {
