@@ -17,8 +17,8 @@
 //
 // Stages (each timed separately, --reps times, median reported; wall and thread-CPU seconds):
 //   decode    Decoder only, as the Pipeline drives it: framing, container unwrapping, CR split, ANSI strip; records
-//             refer to the input in place; time and level deferred (the Pipeline works them out only for the
-//             records that are looked at, so this stage reads none)
+//             refer to the input in place; time and level are left to whoever looks at a record (so this stage
+//             reads none; the scanner and the correlator look at the lines that hit)
 //   scan      decode + Scanner::scan per 256 KiB batch (Hyperscan + level filter + RE2 confirm/capture)
 //   pipeline  the whole Pipeline (decode + scan + correlate), incidents counted, no output
 // The counts come from the first `scan` repetition.
@@ -211,9 +211,7 @@ int main(int argc, char** argv) {
       } else {
         const bool scan = stage == "scan";
         const bool count = scan && rep == 0;
-        DecodeOptions deferred = decode;
-        deferred.defer_meta = true;  // as the Pipeline does
-        Decoder dec(0, deferred);
+        Decoder dec(0, decode);
         Scanner scanner(compiled.rules);
         RecordBatch batch;
         std::vector<Hit> hits;

@@ -38,7 +38,7 @@ void install_sigbus_handler() {
 
 }  // namespace
 
-ScanInput::ScanInput(const std::string& path, std::size_t window) : path_(path) {
+ScanInput::ScanInput(const std::string& path, std::size_t window) {
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   window_size_ = std::max<std::size_t>(1, (window + page - 1) / page) * page;
   if (path == "-") {

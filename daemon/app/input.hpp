@@ -30,7 +30,6 @@ class ScanInput {
  private:
   void unmap();
 
-  std::string path_;
   std::string error_;
   int fd_ = -1;
   bool owns_fd_ = false;

@@ -174,7 +174,6 @@ struct Decoder::Impl {
   std::size_t wrap_cap = 0;
 
   std::array<Assembler, 3> chan;
-  std::optional<Time> last_time;  // of the last line that carried one
   Time read_time{};
   bool in_place = false;          // feed(): the batch may refer to the bytes fed
   std::string scratch;            // ANSI stripping
@@ -207,7 +206,8 @@ struct Decoder::Impl {
     emit_clean(view, line, offset, wrap_time, truncated, out);
   }
 
-  // A record whose text needs no cleaning (no ANSI or caret codes).
+  // A record whose text needs no cleaning (no ANSI or caret codes). Its time and level are worked out by the batch
+  // when the record is looked at (RecordBatch::operator[], with the context set in feed()).
   // `refer`: the view lies in the bytes being fed and '\n' follows it there (the batch may refer to it).
   void emit_clean(std::string_view view, std::uint64_t line, std::uint64_t offset, const std::optional<Time>& wrap_time,
                   bool truncated, RecordBatch& out, bool refer = false) {
@@ -217,29 +217,9 @@ struct Decoder::Impl {
     r.line = line;
     r.offset = offset;
     r.truncated = truncated;
-    if (opt.defer_meta) {
-      // The batch works out time and level when the record is looked at (with the context set in feed()).
-      r.time = wrap_time ? *wrap_time : read_time;
-      r.time_from_log = wrap_time.has_value();
-      r.deferred = 1;
-      if (refer) out.append_in_place(r, view);
-      else out.append(r, view);
-      ++stats.lines;
-      return;
-    }
-    const LineMeta m = decode_detail::parse_line_meta(view, opt.time, read_time);
-    r.level = m.level;
-    if (wrap_time) {
-      r.time = *wrap_time;
-      r.time_from_log = true;
-    } else if (m.time) {
-      r.time = *m.time;
-      r.time_from_log = true;
-    } else {
-      r.time = last_time ? *last_time : read_time;
-      r.time_inherited = last_time.has_value();
-    }
-    if (r.time_from_log) last_time = r.time;
+    r.time = wrap_time ? *wrap_time : read_time;
+    r.time_from_log = wrap_time.has_value();
+    r.deferred = 1;
     if (refer) out.append_in_place(r, view);
     else out.append(r, view);
     ++stats.lines;
@@ -610,13 +590,13 @@ Decoder::Decoder(Decoder&&) noexcept = default;
 Decoder& Decoder::operator=(Decoder&&) noexcept = default;
 
 void Decoder::feed(std::string_view bytes, Time read_time, RecordBatch& out, bool in_place) {
-  if (impl_->opt.defer_meta) out.set_time_context(impl_->stream, impl_->opt.time);
+  out.set_time_context(impl_->stream, impl_->opt.time);
   impl_->in_place = in_place;
   impl_->feed(bytes, read_time, out);
   impl_->in_place = false;
 }
 void Decoder::flush(Time read_time, RecordBatch& out) {
-  if (impl_->opt.defer_meta) out.set_time_context(impl_->stream, impl_->opt.time);
+  out.set_time_context(impl_->stream, impl_->opt.time);
   impl_->flush(read_time, out);
 }
 bool Decoder::has_partial() const { return impl_->committed_offset() < impl_->pos; }

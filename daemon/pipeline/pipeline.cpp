@@ -54,8 +54,6 @@ Pipeline::Pipeline(std::shared_ptr<const CompiledRules> rules, IncidentHandler o
 Pipeline::~Pipeline() = default;
 
 std::uint32_t Pipeline::add_stream(StreamIdentity identity, DecodeOptions decode) {
-  // Time and level are worked out for the lines the scanner and the correlator look at, not for every line.
-  decode.defer_meta = true;
   auto index = static_cast<std::uint32_t>(impl_->decoders.size());
   impl_->decoders.emplace_back(index, decode);
   impl_->decode_options.push_back(decode);

@@ -35,9 +35,6 @@ struct DecodeOptions {
   ContainerFormat format = ContainerFormat::auto_detect;
   std::size_t max_line_bytes = 64 * 1024;  // longer lines are cut to this and counted
   TimeContext time;
-  // Work out a record's time and level from its text only when the record is looked at (RecordBatch::operator[]),
-  // not for every line: a matcher looks at the lines that hit and at a few for context and the clock.
-  bool defer_meta = false;
 };
 
 // One record (line) in a batch. Its text lives in RecordBatch::buffer().
@@ -52,8 +49,9 @@ struct RecordMeta {
   bool time_from_log = false;     // false: inherited from the previous line, or the time of reading
   bool time_inherited = false;    // not in the line: the time of an earlier line of the stream
   bool truncated = false;
-  // DecodeOptions::defer_meta: time and level are not worked out yet (`time` holds the time of reading, or the
-  // container's time). RecordBatch::operator[] works them out on first access; records() shows them as they are.
+  // Time and level are not worked out yet (`time` holds the time of reading, or the container's time): a Decoder
+  // leaves that to RecordBatch::operator[], which does it on first access — a matcher looks at the lines that hit
+  // and at a few for context and the clock, not at every line. records() shows them as they are.
   std::uint8_t deferred = 0;
 };
 
