@@ -25,11 +25,12 @@ import json
 import os
 import platform
 import re
-import resource
 import statistics
 import subprocess
 import sys
 import time
+
+from measure import Run, wait_quiet
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "out")
@@ -43,57 +44,6 @@ def log(msg: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------ machine
-
-def cpu_jiffies() -> tuple[int, int]:
-    """(busy, total) jiffies over all CPUs from /proc/stat."""
-    with open("/proc/stat") as f:
-        parts = [int(x) for x in f.readline().split()[1:]]
-    idle = parts[3] + (parts[4] if len(parts) > 4 else 0)
-    total = sum(parts[:8])
-    return total - idle, total
-
-
-def busy_cores(interval: float = 0.5) -> float:
-    b0, t0 = cpu_jiffies()
-    time.sleep(interval)
-    b1, t1 = cpu_jiffies()
-    ncpu = os.cpu_count() or 1
-    return ncpu * (b1 - b0) / max(t1 - t0, 1)
-
-
-def wait_quiet(max_wait: float, need_free: float = 0.8) -> float:
-    """Wait until others leave >= need_free of a core idle (or max_wait passes). Returns busy cores seen."""
-    ncpu = os.cpu_count() or 1
-    deadline = time.monotonic() + max_wait
-    while True:
-        b = busy_cores()
-        if ncpu - b >= need_free or time.monotonic() >= deadline:
-            return b
-        time.sleep(1.0)
-
-
-def children_cpu() -> float:
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
-class Measured:
-    """Run a command; record wall time, its CPU time and the CPU used by everyone else meanwhile."""
-
-    def __init__(self, cmd: list[str], stdout=subprocess.PIPE):
-        b0, t0 = cpu_jiffies()
-        c0 = children_cpu()
-        w0 = time.perf_counter()
-        self.proc = subprocess.run(cmd, stdout=stdout, stderr=subprocess.PIPE, text=True)
-        self.wall = time.perf_counter() - w0
-        self.cpu = children_cpu() - c0
-        b1, t1 = cpu_jiffies()
-        hz = os.sysconf("SC_CLK_TCK")
-        busy_s = (b1 - b0) / hz
-        self.others_cores = max(0.0, (busy_s - self.cpu) / max(self.wall, 1e-9))
-        if self.proc.returncode != 0:
-            raise SystemExit("command failed (%d): %s\n%s" % (self.proc.returncode, " ".join(cmd), self.proc.stderr))
-
 
 def machine_info(hs_version: str) -> dict:
     cpu = "unknown"
@@ -223,35 +173,35 @@ def main() -> None:
     quiet_seen: list[float] = []
     t_start = time.time()
     for r in range(runs):
-        quiet_seen.append(wait_quiet(max_wait))
-        m = Measured(["cat", path], stdout=subprocess.DEVNULL)
+        quiet_seen.append(wait_quiet(max_wait, probe=0.5, pause=1.0))
+        m = Run(["cat", path], stdout=subprocess.DEVNULL)
         base["cat"].append(size / 1e6 / m.wall)
         base["cat_cpu"].append(size / 1e6 / max(m.cpu, 1e-9))
-        others.append(m.others_cores)
-        m = Measured(["wc", "-l", path])
+        others.append(m.others)
+        m = Run(["wc", "-l", path])
         base["wc"].append(size / 1e6 / m.wall)
         base["wc_cpu"].append(size / 1e6 / max(m.cpu, 1e-9))
         for name in sets:
-            quiet_seen.append(wait_quiet(max_wait))
+            quiet_seen.append(wait_quiet(max_wait, probe=0.5, pause=1.0))
             cmd = [exe, "--json", "--reps", str(reps), "--strategies", ",".join(STRATEGIES), SETS[name], path]
             log("run %d/%d: %s" % (r + 1, runs, name))
-            m = Measured(cmd)
-            rep = json.loads(m.proc.stdout)
-            rep["others_cores"] = m.others_cores
-            others.append(m.others_cores)
+            m = Run(cmd)
+            rep = json.loads(m.out)
+            rep["others_cores"] = m.others
+            others.append(m.others)
             data[name]["runs"].append(rep)
 
     # One-off SOM check.
     som: dict[str, dict] = {}
     for name in [x for x in som_sets if x]:
-        wait_quiet(max_wait)
+        wait_quiet(max_wait, probe=0.5, pause=1.0)
         log("som check: %s" % name)
-        m = Measured([exe, "--json", "--reps", str(reps), "--strategies", "buffered,som", SETS[name], path])
-        som[name] = json.loads(m.proc.stdout)
+        m = Run([exe, "--json", "--reps", str(reps), "--strategies", "buffered,som", SETS[name], path])
+        som[name] = json.loads(m.out)
 
     # Correctness: seed hits vs the manifest.
     hits_file = os.path.join(OUT, "seed-hits.tsv")
-    m = Measured([exe, "--strategies", "verify", "--hits", hits_file, SETS["seed"], path])
+    m = Run([exe, "--strategies", "verify", "--hits", hits_file, SETS["seed"], path])
     hit_lines: dict[int, set] = {}
     with open(hits_file) as f:
         for ln in f:
