@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
         for (std::size_t off = 0; off < data.size(); off += kChunk)
           p.feed(s, std::string_view(data).substr(off, kChunk), read_time);
         p.flush_partial(s, read_time);
-        p.finish(p.correlator().now());
+        p.finish(p.now());
         incidents = n;
       } else {
         const bool scan = stage == "scan";

@@ -100,7 +100,7 @@ std::vector<Incident> run_one(const std::shared_ptr<const CompiledRules>& compil
     if (line.after.count() > 0) {
       // Virtual time runs on from the latest time seen, whether the clock's or a line's own.
       pipeline.drain();
-      if (pipeline.stats().lines > 0) clock = pipeline.correlator().now();
+      if (pipeline.stats().lines > 0) clock = pipeline.now();
       clock += line.after;
       pipeline.advance(clock);
     }
@@ -111,7 +111,7 @@ std::vector<Incident> run_one(const std::shared_ptr<const CompiledRules>& compil
   }
   pipeline.flush_partial(stream, clock);
   pipeline.drain();
-  Time end = (pipeline.stats().lines > 0 ? pipeline.correlator().now() : clock) + test.advance;
+  Time end = (pipeline.stats().lines > 0 ? pipeline.now() : clock) + test.advance;
   pipeline.advance(end);
   pipeline.finish(end);
   std::vector<Incident> out;
@@ -282,7 +282,7 @@ int cmd_rules(const Args& args) {
 }
 
 int cmd_version(const Args&) {
-  std::cout << "faultline " << FAULTLINE_VERSION << " (Hyperscan API: " << hs_version() << ")\n";
+  std::cout << "faultline " << faultline_version() << " (Hyperscan API: " << hs_version() << ")\n";
   return 0;
 }
 

@@ -39,6 +39,7 @@
 #include "faultline/metrics.hpp"
 #include "faultline/pipeline.hpp"
 #include "faultline/sinks.hpp"
+#include "faultline/checkpoint.hpp"
 #include "faultline/tail.hpp"
 
 namespace faultline::app {
@@ -516,9 +517,9 @@ class PipelineFeeder final : public TailHandler {
     d.max_line_bytes = config_.max_line_bytes;
     d.time.utc_offset = config_.utc_offset;
     std::uint32_t index = pipeline_.add_stream(identity, d);
-    const std::string* source = find_field(identity.labels, "source");
+    std::string_view source = identity.label(LabelKey::source);
     Stream s;
-    if (metrics_) s.metrics = &metrics_->source(source ? *source : "file");
+    if (metrics_) s.metrics = &metrics_->source(source.empty() ? "file" : source);
     if (streams_.size() <= index) streams_.resize(index + 1);
     streams_[index] = s;
     return index;
@@ -530,7 +531,7 @@ class PipelineFeeder final : public TailHandler {
     switch (how) {
       case FileStart::first:
       case FileStart::resumed:
-        if (pipeline_.decoder(stream).has_partial()) flush(stream, now);  // the stream's previous file
+        if (pipeline_.progress(stream).has_partial) flush(stream, now);  // the stream's previous file
         if (offset > 0 || line > 1) pipeline_.resume(stream, offset, line);
         break;
       case FileStart::rotated:
@@ -543,8 +544,7 @@ class PipelineFeeder final : public TailHandler {
       case FileStart::new_instance:
         flush(stream, now);
         harvest(stream);
-        pipeline_.new_instance(stream, identity.instance, offset);
-        pipeline_.correlator().set_stream(stream, identity);  // labels of the new instance (restart)
+        pipeline_.new_instance(stream, identity, offset);
         streams_[stream].lines = streams_[stream].truncated = 0;
         if (line > 1) pipeline_.resume(stream, offset, line);
         if (auto* m = streams_[stream].metrics) m->files_rotated.Increment();
@@ -559,14 +559,14 @@ class PipelineFeeder final : public TailHandler {
   }
 
   void idle(std::uint32_t stream, Time read_time) override {
-    if (pipeline_.decoder(stream).has_partial()) flush(stream, read_time);
+    if (pipeline_.progress(stream).has_partial) flush(stream, read_time);
   }
 
   void end_of_stream(std::uint32_t stream, Time read_time) override { flush(stream, read_time); }
 
   Committed committed(std::uint32_t stream) override {
-    const Decoder& d = pipeline_.decoder(stream);
-    return Committed{d.committed_offset(), d.committed_line()};
+    Pipeline::StreamProgress p = pipeline_.progress(stream);
+    return Committed{p.committed_offset, p.committed_line};
   }
 
   // Moves the decoders' line counts into the per-source counters (of the streams fed since the last call: a
@@ -603,7 +603,7 @@ class PipelineFeeder final : public TailHandler {
   void harvest(std::uint32_t stream) {
     Stream& s = streams_[stream];
     if (!s.metrics) return;
-    const DecodeStats& st = pipeline_.decoder(stream).stats();
+    const DecodeStats& st = pipeline_.decode_stats(stream);
     if (st.lines > s.lines) s.metrics->lines_read.Increment(static_cast<double>(st.lines - s.lines));
     if (st.truncated > s.truncated) s.metrics->lines_truncated.Increment(static_cast<double>(st.truncated - s.truncated));
     s.lines = st.lines;
@@ -709,7 +709,7 @@ int run_command(int argc, char** argv) {
   }
   std::uint64_t nofile = raise_open_files_limit();
   spdlog::info("faultline {} starting: {} rule(s) ({:.2f}s), {} source(s), state dir {}, open files limit {}",
-               FAULTLINE_VERSION, rules.rules->rule_set().rules.size(), rules.seconds, config.sources.size(),
+               faultline_version(), rules.rules->rule_set().rules.size(), rules.seconds, config.sources.size(),
                config.state_dir, nofile);
 
   // State dir: checkpoint, journal, spools, rule cache. Exclusive.
@@ -770,9 +770,11 @@ int run_command(int argc, char** argv) {
   // Standard input cannot be resumed: a run over it starts and ends afresh (no checkpoint, no journal).
   const bool checkpointing = stateful && !stdin_only;
   if (checkpointing) {
-    std::string error;
-    checkpoint = read_checkpoint(config.state_dir, &error);
-    if (!checkpoint && !error.empty()) spdlog::error("{}; starting without it", error);
+    auto read = read_checkpoint(config.state_dir);
+    if (read)
+      checkpoint = std::move(*read);
+    else
+      spdlog::error("{}; starting without it", read.error().message);
   }
 
   Emitter emitter(config.output, checkpointing ? config.state_dir + "/emitted.log" : "", &outputs);
@@ -787,9 +789,8 @@ int run_command(int argc, char** argv) {
 
   Pipeline pipeline(rules.rules, [&](const Incident& inc) { emitter.emit(inc); }, config.pipeline);
   if (checkpoint && !checkpoint->correlator_state.empty()) {
-    std::string error;
-    if (!pipeline.correlator().load_state(checkpoint->correlator_state, &error))
-      spdlog::error("cannot restore the correlation state: {}", error);
+    if (auto loaded = pipeline.load_state(checkpoint->correlator_state); !loaded)
+      spdlog::error("cannot restore the correlation state: {}", loaded.error().message);
   }
   auto event_counters = std::make_shared<EventMatchCounters>(outputs.metrics().event_counters(rules.rules->rule_set()));
   pipeline.set_hit_observer([&event_counters](const Hit& hit, const RecordBatch&) {
@@ -830,16 +831,15 @@ int run_command(int argc, char** argv) {
     cp_incidents = pipeline.stats().incidents;
     Checkpoint c;
     c.positions = tailer.positions();
-    c.correlator_state = pipeline.correlator().save_state();
+    c.correlator_state = pipeline.save_state();
     c.written = clock.now();
-    std::string error;
-    if (write_checkpoint(config.state_dir, c, &error)) {
+    if (auto written = write_checkpoint(config.state_dir, c); written) {
       emitter.checkpointed();
       outputs.metrics().record_checkpoint();
       ++checkpoints;
       spdlog::debug("checkpoint written ({}): {} file(s)", why, c.positions.files.size());
     } else {
-      spdlog::error("checkpoint not written: {}", error);
+      spdlog::error("checkpoint not written: {}", written.error().message);
     }
   };
 
@@ -965,7 +965,7 @@ int run_command(int argc, char** argv) {
         sm().files_unreadable.Increment(static_cast<double>(t.unreadable - last_tail.unreadable));
       if (t.rotated_unread_bytes > last_tail.rotated_unread_bytes) sm().files_lost.Increment();
       last_tail = t;
-      const auto& cs = pipeline.correlator().stats();
+      const auto& cs = pipeline.correlator_stats();
       if (cs.stories_dropped > stories_dropped) {
         m.stories_dropped().Increment(static_cast<double>(cs.stories_dropped - stories_dropped));
         stories_dropped = cs.stories_dropped;

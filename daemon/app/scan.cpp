@@ -32,16 +32,6 @@ Scans log files (or standard input: '-' or no FILE) once against the rules and p
 Exit status: 0 no incident, 1 incidents found, 2 usage or rule error.
 )";
 
-std::optional<std::chrono::seconds> parse_offset(std::string_view s) {
-  if (s == "Z" || s == "UTC") return std::chrono::seconds(0);
-  if (s.size() != 6 || (s[0] != '+' && s[0] != '-') || s[3] != ':') return std::nullopt;
-  int h = (s[1] - '0') * 10 + (s[2] - '0');
-  int m = (s[4] - '0') * 10 + (s[5] - '0');
-  if (h > 23 || m > 59) return std::nullopt;
-  auto total = std::chrono::seconds(h * 3600 + m * 60);
-  return s[0] == '-' ? -total : total;
-}
-
 void print_diagnostics(const std::vector<Diagnostic>& diags) {
   for (const auto& d : diags) std::cerr << d.str() << "\n";
 }
@@ -112,7 +102,7 @@ int cmd_scan(const Args& args) {
     } else if (a == "--utc-offset") {
       auto v = value("--utc-offset");
       if (!v) return 2;
-      auto o = parse_offset(*v);
+      auto o = parse_utc_offset(*v);
       if (!o) {
         std::cerr << "faultline scan: --utc-offset wants +HH:MM, got '" << *v << "'\n";
         return 2;
@@ -147,7 +137,7 @@ int cmd_scan(const Args& args) {
     if (!latest.count(inc.id)) order.push_back(inc.id);
     latest[inc.id] = inc;
   });
-  if (explain) pipeline.correlator().set_trace([](const std::string& line) { std::cout << "explain: " << line << "\n"; });
+  if (explain) pipeline.set_trace([](const std::string& line) { std::cout << "explain: " << line << "\n"; });
 
   auto started = std::chrono::steady_clock::now();
   for (const auto& input : inputs) {
@@ -170,7 +160,7 @@ int cmd_scan(const Args& args) {
     id.name = is_stdin ? "stdin" : input;
     id.logical = id.name;
     id.instance = id.name;
-    set_field(id.labels, "source", is_stdin ? "stdin" : "file");
+    id.set_label(LabelKey::source, is_stdin ? "stdin" : "file");
     std::uint32_t stream = pipeline.add_stream(id, options);
     std::string_view piece;
     while (in.next(piece)) pipeline.feed(stream, piece, read_time);
@@ -181,7 +171,7 @@ int cmd_scan(const Args& args) {
     pipeline.flush_partial(stream, read_time);
     pipeline.drain();
   }
-  pipeline.finish(pipeline.correlator().now());
+  pipeline.finish(pipeline.now());
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
   if (!json) {

@@ -36,13 +36,6 @@ bool digits(std::string_view s, std::size_t pos, std::size_t n, int& out) {
   return true;
 }
 
-bool is_leap(int y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
-
-unsigned days_in_month(int y, unsigned m) {
-  static constexpr std::array<unsigned, 12> kDays{31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  return (m == 2 && is_leap(y)) ? 29u : kDays[m - 1];
-}
-
 struct UnitSpec {
   std::string_view suffix;
   std::int64_t nanos;
@@ -60,6 +53,28 @@ constexpr std::array<UnitSpec, 7> kUnits{{
 }};
 
 }  // namespace
+
+bool is_leap_year(std::int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+unsigned days_in_month(std::int64_t y, unsigned m) {
+  static constexpr std::array<unsigned, 12> kDays{31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return (m == 2 && is_leap_year(y)) ? 29u : kDays[m - 1];
+}
+
+std::optional<std::chrono::seconds> parse_utc_offset(std::string_view s) {
+  if (s == "Z" || s == "UTC") return std::chrono::seconds(0);
+  if (s.size() != 6 || (s[0] != '+' && s[0] != '-') || s[3] != ':') return std::nullopt;
+  for (std::size_t i : {1u, 2u, 4u, 5u}) {
+    if (!is_digit(s[i])) return std::nullopt;
+  }
+  int h = (s[1] - '0') * 10 + (s[2] - '0');
+  int m = (s[4] - '0') * 10 + (s[5] - '0');
+  if (h > 23 || m > 59) return std::nullopt;
+  auto total = std::chrono::seconds(h * 3600 + m * 60);
+  return s[0] == '-' ? -total : total;
+}
+
+std::string_view faultline_version() { return FAULTLINE_VERSION; }
 
 // Inverse of days_from_civil (H. Hinnant's algorithm).
 CivilDate civil_from_days(std::int64_t z) {

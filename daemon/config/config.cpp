@@ -277,18 +277,12 @@ void decode(Reader& r, const YAML::Node& root, Config& c, std::string_view file)
                 {"utc_offset", [&](const YAML::Node& n) {
                    if (!r.scalar(n, "utc_offset")) return;
                    const std::string& v = n.Scalar();
-                   bool ok = v == "Z" || v == "UTC" ||
-                             (v.size() == 6 && (v[0] == '+' || v[0] == '-') && v[3] == ':' && std::isdigit(v[1]) &&
-                              std::isdigit(v[2]) && std::isdigit(v[4]) && std::isdigit(v[5]));
-                   if (!ok) {
+                   auto offset = parse_utc_offset(v);
+                   if (!offset) {
                      r.error(n, "utc_offset: expected +HH:MM, -HH:MM or Z, got '" + v + "'");
                      return;
                    }
-                   if (v.size() == 6) {
-                     auto secs = std::chrono::seconds(((v[1] - '0') * 10 + (v[2] - '0')) * 3600 +
-                                                      ((v[4] - '0') * 10 + (v[5] - '0')) * 60);
-                     c.utc_offset = v[0] == '-' ? -secs : secs;
-                   }
+                   c.utc_offset = *offset;
                  }},
                 {"state_dir", r.string(c.state_dir, "state_dir")},
                 {"listen", r.string(c.listen, "listen")},

@@ -148,10 +148,7 @@ struct Correlator::Impl {
     if (trace) trace(text);
   }
 
-  std::string label(const StreamState& s, std::string_view name) const {
-    const auto* v = find_field(s.id.labels, name);
-    return v ? *v : std::string();
-  }
+
 
   std::string logical_of(const StreamState& s) const {
     return s.id.logical.empty() ? s.id.name : s.id.logical;
@@ -161,7 +158,7 @@ struct Correlator::Impl {
     const StreamState& s = stream(stream_index);
     std::string key;
     if (r.key.node) {
-      std::string node = label(s, "node");
+      std::string node(s.id.label(LabelKey::node));
       key += "node=" + (node.empty() ? std::string("local") : node);
     }
     if (r.key.stream) {
@@ -357,9 +354,9 @@ struct Correlator::Impl {
     ri.first_seen = oi.incident.first_seen;
     const StreamState& s = stream(oi.stream);
     ri.logical = logical_of(s);
-    std::string ns = label(s, "namespace"), pod = label(s, "pod");
+    std::string ns(s.id.label(LabelKey::namespace_)), pod(s.id.label(LabelKey::pod));
     if (!pod.empty()) ri.pod = ns + "/" + pod;
-    ri.node = label(s, "node");
+    ri.node = s.id.label(LabelKey::node);
     ri.node_keyed = r.key.node;
     return ri;
   }

@@ -72,15 +72,13 @@ struct Stamp {
   std::int64_t zone_s = 0;  // offset east of UTC
 };
 
-bool is_leap(int y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
-
-unsigned days_in_month(int y, int m) {
-  static constexpr std::array<unsigned, 12> kDays{31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  return (m == 2 && (y < 0 || is_leap(y))) ? 29u : kDays[static_cast<std::size_t>(m - 1)];
+// A year not printed (y < 0) admits February 29th: the year is inferred later.
+unsigned max_day(int y, int m) {
+  return (m == 2 && y < 0) ? 29u : days_in_month(y, static_cast<unsigned>(m));
 }
 
 bool valid_clock(const Stamp& t) {
-  return t.month >= 1 && t.month <= 12 && t.day >= 1 && static_cast<unsigned>(t.day) <= days_in_month(t.year, t.month) &&
+  return t.month >= 1 && t.month <= 12 && t.day >= 1 && static_cast<unsigned>(t.day) <= max_day(t.year, t.month) &&
          t.hour <= 23 && t.minute <= 59 && t.second <= 60;
 }
 
@@ -184,7 +182,7 @@ int infer_year(const Stamp& t, std::int64_t ref, std::int64_t offset_s, bool& fo
   const auto ref_year = static_cast<int>(civil_from_days(local_days).year);
   found = true;
   for (int y = ref_year + 1; y >= ref_year - 8; --y) {
-    if (t.month == 2 && t.day == 29 && !is_leap(y)) continue;
+    if (t.month == 2 && t.day == 29 && !is_leap_year(y)) continue;
     if (stamp_ns(y, t, offset_s) <= limit) return y;
   }
   found = false;

@@ -35,20 +35,33 @@ std::string cap(std::string_view text) {
 
 }  // namespace
 
+std::string_view label_name(LabelKey key) {
+  switch (key) {
+    case LabelKey::source: return "source";
+    case LabelKey::namespace_: return "namespace";
+    case LabelKey::pod: return "pod";
+    case LabelKey::container: return "container";
+    case LabelKey::node: return "node";
+    case LabelKey::restart: return "restart";
+  }
+  return "";
+}
+
+std::string_view StreamIdentity::label(LabelKey key) const {
+  const std::string* v = find_field(labels, label_name(key));
+  return v ? std::string_view(*v) : std::string_view();
+}
+
+void StreamIdentity::set_label(LabelKey key, std::string_view value) { set_field(labels, label_name(key), value); }
+
 std::string_view to_string(IncidentStatus status) {
   return status == IncidentStatus::firing ? "firing" : "resolved";
 }
 
 std::string make_incident_id(std::string_view rule, std::string_view logical_key, std::string_view first_line) {
-  std::uint64_t h = 14695981039346656037ull;
-  auto mix = [&h](std::string_view part) {
-    for (unsigned char c : part) {
-      h ^= c;
-      h *= 1099511628211ull;
-    }
-    h ^= 0;
-    h *= 1099511628211ull;
-  };
+  // Each part closed by a NUL byte, so ("ab", "c") and ("a", "bc") differ.
+  std::uint64_t h = kFnv1a64Offset;
+  auto mix = [&h](std::string_view part) { h = fnv1a64(std::string_view("\0", 1), fnv1a64(part, h)); };
   mix(rule);
   mix(logical_key);
   mix(first_line);

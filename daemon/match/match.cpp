@@ -37,15 +37,8 @@ using DatabasePtr = std::unique_ptr<hs_database_t, DatabaseDeleter>;
 using ScratchPtr = std::unique_ptr<hs_scratch_t, ScratchDeleter>;
 using CompileErrorPtr = std::unique_ptr<hs_compile_error_t, CompileErrorDeleter>;
 
-std::uint64_t fnv1a(std::uint64_t h, std::string_view text) {
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  h ^= 0xff;
-  h *= 1099511628211ull;
-  return h;
-}
+// One part of the cache key, closed by a 0xff byte (which no pattern text holds) so parts cannot run together.
+std::uint64_t mix_part(std::uint64_t h, std::string_view part) { return fnv1a64("\xff", fnv1a64(part, h)); }
 
 // Could a Hyperscan match of this pattern span a newline inside a multi-line buffer? Literals and '.' cannot;
 // whitespace classes, negated classes and explicit newlines can.
@@ -142,8 +135,8 @@ CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
   }
 
   // Cache key: library version, platform, and every pattern with its flags.
-  std::uint64_t key = fnv1a(14695981039346656037ull, hs_version());
-  for (std::size_t i = 0; i < patterns.size(); ++i) key = fnv1a(fnv1a(key, patterns[i]), std::to_string(flags[i]));
+  std::uint64_t key = mix_part(kFnv1a64Offset, hs_version());
+  for (std::size_t i = 0; i < patterns.size(); ++i) key = mix_part(mix_part(key, patterns[i]), std::to_string(flags[i]));
   char key_hex[17];
   std::snprintf(key_hex, sizeof key_hex, "%016llx", static_cast<unsigned long long>(key));
   fs::path cache_file;

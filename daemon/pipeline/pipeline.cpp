@@ -61,12 +61,13 @@ std::uint32_t Pipeline::add_stream(StreamIdentity identity, DecodeOptions decode
   return index;
 }
 
-void Pipeline::new_instance(std::uint32_t stream, std::string instance, std::uint64_t offset) {
+void Pipeline::new_instance(std::uint32_t stream, StreamIdentity identity, std::uint64_t offset) {
   impl_->drain();
   impl_->batch.forget_stream(stream);
   impl_->decoders.at(stream) = Decoder(stream, impl_->decode_options.at(stream));
   if (offset != 0) impl_->decoders[stream].resume_at(offset, 1);
-  impl_->correlator.new_instance(stream, std::move(instance));
+  impl_->correlator.new_instance(stream, identity.instance);
+  impl_->correlator.set_stream(stream, std::move(identity));
 }
 
 void Pipeline::resume(std::uint32_t stream, std::uint64_t offset, std::uint64_t line) {
@@ -130,8 +131,21 @@ void Pipeline::replace_rules(std::shared_ptr<const CompiledRules> rules) {
   impl_->rules = std::move(rules);
 }
 
-const Decoder& Pipeline::decoder(std::uint32_t stream) const { return impl_->decoders.at(stream); }
-Correlator& Pipeline::correlator() { return impl_->correlator; }
+Pipeline::StreamProgress Pipeline::progress(std::uint32_t stream) const {
+  const Decoder& d = impl_->decoders.at(stream);
+  return StreamProgress{d.committed_offset(), d.committed_line(), d.has_partial()};
+}
+const DecodeStats& Pipeline::decode_stats(std::uint32_t stream) const { return impl_->decoders.at(stream).stats(); }
+
+std::string Pipeline::save_state() const { return impl_->correlator.save_state(); }
+Result<void> Pipeline::load_state(std::string_view json) {
+  std::string error;
+  if (!impl_->correlator.load_state(json, &error)) return Error{error};
+  return {};
+}
+void Pipeline::set_trace(std::function<void(const std::string&)> trace) { impl_->correlator.set_trace(std::move(trace)); }
+Time Pipeline::now() const { return impl_->correlator.now(); }
+const CorrelatorStats& Pipeline::correlator_stats() const { return impl_->correlator.stats(); }
 const CompiledRules& Pipeline::rules() const { return *impl_->rules; }
 void Pipeline::set_hit_observer(HitObserver observer) { impl_->observer = std::move(observer); }
 const PipelineStats& Pipeline::stats() const { return impl_->stats; }

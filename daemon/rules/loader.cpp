@@ -31,15 +31,6 @@ std::string hex64(std::uint64_t h) {
   return buf;
 }
 
-std::uint64_t fnv1a(std::string_view text) {
-  std::uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 bool is_kebab(std::string_view s) {
   if (s.empty() || s.front() == '-' || s.back() == '-') return false;
   char prev = 0;
@@ -532,7 +523,7 @@ std::optional<Rule> Decoder::rule(const YAML::Node& node) {
   // Content hash: the rule's definition without its tests (tests do not change behaviour).
   YAML::Node copy = YAML::Clone(node);
   if (copy.IsMap()) copy.remove("tests");
-  r.content_hash = hex64(fnv1a(YAML::Dump(copy)));
+  r.content_hash = hex64(fnv1a64(YAML::Dump(copy)));
   if (diags_.size() != errors_before) {
     bool has_error = std::any_of(diags_.begin() + static_cast<long>(errors_before), diags_.end(),
                                  [](const Diagnostic& d) { return d.kind == Diagnostic::Kind::error; });

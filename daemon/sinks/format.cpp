@@ -362,8 +362,9 @@ std::string alertmanager_alert(const Incident& incident, const AlertmanagerConte
   labels["rule"] = incident.rule;
   labels["severity"] = std::string(to_string(incident.severity));
   labels["incident_id"] = incident.id;
-  for (const char* key : {"namespace", "pod", "container", "node"}) {
-    if (const auto* v = find_field(incident.stream_labels, key); v && !v->empty()) labels[key] = sanitize_utf8(*v);
+  for (LabelKey key : {LabelKey::namespace_, LabelKey::pod, LabelKey::container, LabelKey::node}) {
+    std::string name(label_name(key));
+    if (const auto* v = find_field(incident.stream_labels, name); v && !v->empty()) labels[name] = sanitize_utf8(*v);
   }
   for (const auto& [k, v] : incident.labels) {
     if (valid_label_name(k) && !labels.contains(k) && !v.empty()) labels[k] = sanitize_utf8(v);

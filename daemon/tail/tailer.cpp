@@ -39,26 +39,14 @@
 
 namespace faultline {
 
-Time SystemClock::now() const {
-  return std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now());
-}
-std::chrono::steady_clock::time_point SystemClock::steady() const { return std::chrono::steady_clock::now(); }
-
 namespace {
 
 using Key = std::pair<std::uint64_t, std::uint64_t>;  // dev, inode
 using Steady = std::chrono::steady_clock::time_point;
 
-constexpr std::uint64_t kFnvOffset = 1469598103934665603ULL;
-constexpr std::uint64_t kFnvPrime = 1099511628211ULL;
-
-std::uint64_t fnv1a(std::string_view data, std::uint64_t h = kFnvOffset) {
-  for (unsigned char c : data) {
-    h ^= c;
-    h *= kFnvPrime;
-  }
-  return h;
-}
+// Content fingerprints in checkpoints were written with this seed (not FNV's standard offset basis): keep it, or
+// every followed file would look new after an upgrade.
+constexpr std::uint64_t kFingerprintSeed = 1469598103934665603ULL;
 
 // Reads up to `want` bytes at `offset`; short only at the end of the file or on error.
 ssize_t pread_full(int fd, char* buf, std::size_t want, std::uint64_t offset) {
@@ -79,7 +67,7 @@ std::optional<Fingerprint> fingerprint_of(int fd, std::size_t bytes) {
   std::string buf(bytes, '\0');
   ssize_t n = pread_full(fd, buf.data(), bytes, 0);
   if (n < 0) return std::nullopt;
-  return Fingerprint{fnv1a(std::string_view(buf.data(), static_cast<std::size_t>(n))),
+  return Fingerprint{fnv1a64(std::string_view(buf.data(), static_cast<std::size_t>(n)), kFingerprintSeed),
                      static_cast<std::uint32_t>(n)};
 }
 
@@ -478,25 +466,25 @@ struct Tailer::Impl {
   StreamIdentity identity_for(const SourceSpec& src, const std::string& path, const PathIdentity& pid,
                               std::string& instance_key) const {
     StreamIdentity id;
-    id.labels.push_back({"source", src.source.empty() ? "file" : src.source});
+    id.set_label(LabelKey::source, src.source.empty() ? "file" : src.source);
     std::string derived;
     if (pid.kubernetes) {
       derived = pid.namespace_ + "/" + pid.pod + "/" + pid.container;
-      id.labels.push_back({"namespace", pid.namespace_});
-      id.labels.push_back({"pod", pid.pod});
-      id.labels.push_back({"container", pid.container});
-      if (!pid.restart.empty()) id.labels.push_back({"restart", pid.restart});
+      id.set_label(LabelKey::namespace_, pid.namespace_);
+      id.set_label(LabelKey::pod, pid.pod);
+      id.set_label(LabelKey::container, pid.container);
+      if (!pid.restart.empty()) id.set_label(LabelKey::restart, pid.restart);
       id.instance = pid.restart.empty() ? pid.container_id.substr(0, 12) : pid.restart;
       instance_key = pid.uid + "/" + pid.restart + "/" + pid.container_id;
     } else if (pid.docker) {
       derived = "docker/" + pid.container_id.substr(0, 12);
-      id.labels.push_back({"container", pid.container_id.substr(0, 12)});
+      id.set_label(LabelKey::container, pid.container_id.substr(0, 12));
       id.instance = pid.container_id.substr(0, 12);
       instance_key = pid.container_id;
     } else {
       derived = path;
     }
-    if (!opt.node_name.empty()) id.labels.push_back({"node", opt.node_name});
+    if (!opt.node_name.empty()) id.set_label(LabelKey::node, opt.node_name);
     for (const auto& [k, v] : src.labels) set_field(id.labels, k, v);
     if (src.name.empty()) {
       id.name = derived;
@@ -1055,8 +1043,8 @@ struct Tailer::Impl {
     id.name = "kmsg";
     id.logical = opt.node_name.empty() ? "kmsg" : "kmsg/" + opt.node_name;
     id.instance = kmsg_boot_id;
-    id.labels.push_back({"source", src.source.empty() ? "kmsg" : src.source});
-    if (!opt.node_name.empty()) id.labels.push_back({"node", opt.node_name});
+    id.set_label(LabelKey::source, src.source.empty() ? "kmsg" : src.source);
+    if (!opt.node_name.empty()) id.set_label(LabelKey::node, opt.node_name);
     for (const auto& [k, v] : src.labels) set_field(id.labels, k, v);
     if (!src.name.empty()) id.name = src.name;
     kmsg_stream = static_cast<int>(stream_for(id, ContainerFormat::raw));
@@ -1274,8 +1262,8 @@ void Tailer::restore(const TailPositions* restored) {
       StreamIdentity id;
       id.name = src.name.empty() ? "stdin" : src.name;
       id.logical = id.name;
-      id.labels.push_back({"source", src.source.empty() ? "stdin" : src.source});
-      if (!m.opt.node_name.empty()) id.labels.push_back({"node", m.opt.node_name});
+      id.set_label(LabelKey::source, src.source.empty() ? "stdin" : src.source);
+      if (!m.opt.node_name.empty()) id.set_label(LabelKey::node, m.opt.node_name);
       for (const auto& [k, v] : src.labels) set_field(id.labels, k, v);
       m.stdin_stream = static_cast<int>(m.stream_for(id, src.format));
       TStream& s = *m.streams[static_cast<std::size_t>(m.stdin_stream)];
@@ -1308,9 +1296,9 @@ const std::vector<std::pair<std::string, std::uint64_t>>& Tailer::lag_by_source(
                            : src.source] = 0;
   for (const auto& [key, f] : impl_->files) {
     if (f->state == FileState::finished) continue;
-    const std::string* source = find_field(f->identity.labels, "source");
+    std::string_view source = f->identity.label(LabelKey::source);
     std::uint64_t behind = f->last_size > f->offset ? f->last_size - f->offset : 0;
-    lag[source ? *source : "file"] += behind;
+    lag[source.empty() ? std::string("file") : std::string(source)] += behind;
   }
   impl_->lag_cache.assign(lag.begin(), lag.end());
   impl_->lag_stale = false;

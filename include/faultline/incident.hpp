@@ -15,13 +15,22 @@ namespace faultline {
 enum class IncidentStatus : std::uint8_t { firing, resolved };
 std::string_view to_string(IncidentStatus status);
 
+// The labels a stream carries that other rooms read (attribution, node keys, metrics, Alertmanager labels). Their
+// spelling — also their name in exported labels — lives in label_name() only.
+enum class LabelKey : std::uint8_t { source, namespace_, pod, container, node, restart };
+std::string_view label_name(LabelKey key);
+
 // Who logged it. `logical` survives restarts of the server (pod + container, or the path); `instance` does not
 // (the container's restart count, or the file's identity).
 struct StreamIdentity {
   std::string name;      // shown to people: a path, "namespace/pod/container", "stdin", "kmsg"
   std::string logical;   // identity across restarts; incident ids and suppression follow it
   std::string instance;  // the current instance of the stream
-  Fields labels;         // bounded: source, namespace, pod, container, node, restart
+  Fields labels;         // bounded: the LabelKey ones and a source's static labels; for display and export
+
+  // The value of a well-known label; empty when the stream has none.
+  std::string_view label(LabelKey key) const;
+  void set_label(LabelKey key, std::string_view value);
 };
 
 struct EvidenceLine {

@@ -62,7 +62,7 @@ using EventMatchCounters = std::vector<std::vector<prometheus::Counter*>>;
 
 class Metrics {
  public:
-  explicit Metrics(std::string_view version = FAULTLINE_VERSION);
+  explicit Metrics(std::string_view version = faultline_version());
   ~Metrics();
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;

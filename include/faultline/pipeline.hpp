@@ -14,6 +14,7 @@
 #include "faultline/decode.hpp"
 #include "faultline/incident.hpp"
 #include "faultline/match.hpp"
+#include "faultline/result.hpp"
 
 namespace faultline {
 
@@ -41,8 +42,9 @@ class Pipeline {
 
   // Registers a stream; returns its index.
   std::uint32_t add_stream(StreamIdentity identity, DecodeOptions decode);
-  // The stream is now a new instance (a new container, a new file): decoder state and sequences start over.
-  void new_instance(std::uint32_t stream, std::string instance, std::uint64_t offset = 0);
+  // The stream is now a new instance (a new container, a new file): decoder state and sequences start over, and the
+  // stream takes the new instance's identity (its `instance`, its `restart` label).
+  void new_instance(std::uint32_t stream, StreamIdentity identity, std::uint64_t offset = 0);
   // Continue a stream from a checkpoint.
   void resume(std::uint32_t stream, std::uint64_t offset, std::uint64_t line);
 
@@ -62,8 +64,24 @@ class Pipeline {
 
   void replace_rules(std::shared_ptr<const CompiledRules> rules);
 
-  const Decoder& decoder(std::uint32_t stream) const;
-  Correlator& correlator();
+  // How far a stream's bytes are processed: what a checkpoint may record (after drain()).
+  struct StreamProgress {
+    std::uint64_t committed_offset = 0;  // every byte before it is turned into records and processed
+    std::uint64_t committed_line = 1;    // the number of the line that starts there
+    bool has_partial = false;            // a line without its newline is pending
+  };
+  StreamProgress progress(std::uint32_t stream) const;
+  const DecodeStats& decode_stats(std::uint32_t stream) const;
+
+  // In-flight correlation state (stories, open incidents) for checkpoints; versioned JSON.
+  std::string save_state() const;
+  Result<void> load_state(std::string_view json);
+  // `scan --explain`: a line of text for every state change of the correlator.
+  void set_trace(std::function<void(const std::string&)> trace);
+  // The event clock: where correlation stands (the lines' latest time, moved on by advance()/tick()).
+  Time now() const;
+  const CorrelatorStats& correlator_stats() const;
+
   const CompiledRules& rules() const;
   void set_hit_observer(HitObserver observer);
   const PipelineStats& stats() const;

@@ -249,7 +249,7 @@ struct OutputsOptions {
   // submit() blocks only at 4 × queue_capacity (a reader that ignores backpressure), it never drops.
   std::size_t queue_capacity = 1024;
   std::size_t max_incidents = 1000;  // kept for the API (firing ones are evicted last)
-  std::string version = FAULTLINE_VERSION;
+  std::string version = std::string(faultline_version());
 };
 
 // Every problem with the options (listen address, sinks, redaction patterns, state dir), one message each.

@@ -4,7 +4,6 @@
 // inotify; while inotify covers every directory and file it stats only what an event named, otherwise it rescans
 // periodically as a fallback. Time is injected (Clock) and all work happens in explicit
 // poll_once() steps, so tests never sleep. A Tailer, its handler and its clock belong to one thread.
-// Also here: the durable checkpoint (read positions + correlator state), written atomically in the state dir.
 #pragma once
 
 #include <chrono>
@@ -15,41 +14,12 @@
 #include <string_view>
 #include <vector>
 
+#include "faultline/clock.hpp"
 #include "faultline/decode.hpp"
 #include "faultline/incident.hpp"
 #include "faultline/types.hpp"
 
 namespace faultline {
-
-// Wall time (the read time of lines) and a monotonic time (timers). Injected so tests control both.
-class Clock {
- public:
-  virtual ~Clock() = default;
-  virtual Time now() const = 0;
-  virtual std::chrono::steady_clock::time_point steady() const = 0;
-};
-
-class SystemClock final : public Clock {
- public:
-  Time now() const override;
-  std::chrono::steady_clock::time_point steady() const override;
-};
-
-// A clock that moves only when told to.
-class ManualClock final : public Clock {
- public:
-  explicit ManualClock(Time start = Time{} + std::chrono::hours(24 * 365 * 56)) : now_(start) {}
-  Time now() const override { return now_; }
-  std::chrono::steady_clock::time_point steady() const override { return steady_; }
-  void advance(Duration d) {
-    now_ += d;
-    steady_ += std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
-  }
-
- private:
-  Time now_;
-  std::chrono::steady_clock::time_point steady_{};
-};
 
 enum class StartAt : std::uint8_t { beginning, end };
 std::string_view to_string(StartAt start);
@@ -102,7 +72,7 @@ struct Fingerprint {
   bool operator==(const Fingerprint&) const = default;
 };
 
-// Where one file was read to. Part of the checkpoint.
+// Where one file was read to. Part of the checkpoint (checkpoint.hpp).
 struct FilePosition {
   std::string path;
   std::uint64_t dev = 0;
@@ -126,23 +96,6 @@ struct TailPositions {
   std::vector<FilePosition> files;
   KmsgPosition kmsg;
 };
-
-// The durable checkpoint: read positions and the correlator's state at the same instant.
-struct Checkpoint {
-  static constexpr int kVersion = 1;
-  TailPositions positions;
-  std::string correlator_state;  // Correlator::save_state()
-  Time written{};
-};
-
-std::string checkpoint_to_json(const Checkpoint& checkpoint);
-std::optional<Checkpoint> checkpoint_from_json(std::string_view json, std::string* error = nullptr);
-// Atomic: temp file, fsync, rename, fsync of the directory. Returns false and sets `error` on failure.
-bool write_checkpoint(const std::string& state_dir, const Checkpoint& checkpoint, std::string* error = nullptr);
-// nullopt with an empty error: no checkpoint yet (first start). With an error: unreadable or corrupt.
-std::optional<Checkpoint> read_checkpoint(const std::string& state_dir, std::string* error = nullptr);
-// Writes `data` to `path` atomically (same steps as write_checkpoint).
-bool write_file_atomic(const std::string& path, std::string_view data, std::string* error = nullptr);
 
 struct TailOptions {
   // Glob rescan and stat of every file (inotify fallback); while inotify covers everything, only the files an event

@@ -57,6 +57,26 @@ struct CivilDate {
   unsigned day;
 };
 CivilDate civil_from_days(std::int64_t days);
+bool is_leap_year(std::int64_t year);
+unsigned days_in_month(std::int64_t year, unsigned month);  // month 1..12
+
+// "+HH:MM", "-HH:MM", "Z" or "UTC" → offset east of UTC (the form of `utc_offset` and `--utc-offset`).
+std::optional<std::chrono::seconds> parse_utc_offset(std::string_view text);
+
+// FNV-1a 64: content hashes (rule bodies, file fingerprints, incident ids, cache keys). Chain by passing the previous
+// hash as `seed`. Stable across versions and machines: ids and checkpoints depend on it.
+inline constexpr std::uint64_t kFnv1a64Offset = 14695981039346656037ull;
+constexpr std::uint64_t fnv1a64(std::string_view data, std::uint64_t seed = kFnv1a64Offset) {
+  std::uint64_t h = seed;
+  for (char c : data) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// The product's version ("0.1.0"), as built.
+std::string_view faultline_version();
 
 // Replace invalid UTF-8 sequences with U+FFFD so text can go into JSON.
 std::string sanitize_utf8(std::string_view text);

@@ -29,6 +29,7 @@ struct Harness {
   std::vector<Incident> emitted;
   Pipeline pipeline;
   std::uint32_t stream;
+  StreamIdentity identity;
 
   explicit Harness(std::shared_ptr<const CompiledRules> rules, std::string name = "pod-a")
       : pipeline(std::move(rules), [this](const Incident& i) { emitted.push_back(i); }) {
@@ -36,10 +37,18 @@ struct Harness {
     id.name = name;
     id.logical = name;
     id.instance = name + "#0";
+    identity = id;
     DecodeOptions options;
     options.format = ContainerFormat::raw;
     options.time.reference = at(0);
     stream = pipeline.add_stream(id, options);
+  }
+
+  // The stream's identity as a new instance (a restarted container).
+  StreamIdentity instance(std::string name) const {
+    StreamIdentity id = identity;
+    id.instance = std::move(name);
+    return id;
   }
 
   void line(const std::string& text, Time read_time = at(0)) {

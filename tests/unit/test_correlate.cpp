@@ -323,17 +323,17 @@ TEST_CASE("in-flight state survives a checkpoint", "[correlate]") {
   {
     Harness h(rules);
     h.line(ts(0, "alpha happened at gpu3"));
-    state = h.pipeline.correlator().save_state();
+    state = h.pipeline.save_state();
   }
   Harness h(rules);
-  std::string error;
-  REQUIRE(h.pipeline.correlator().load_state(state, &error));
+  REQUIRE(h.pipeline.load_state(state).ok());
   h.line(ts(10, "beta failed"));
   auto inc = h.of("two-step");
   REQUIRE(inc.size() == 1);
   CHECK(*find_field(inc[0].fields, "where") == "gpu3");
-  CHECK_FALSE(h.pipeline.correlator().load_state("{not json", &error));
-  CHECK(!error.empty());
+  auto bad = h.pipeline.load_state("{not json");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(!bad.error().message.empty());
 }
 
 TEST_CASE("ids are deterministic for the same lines", "[correlate]") {
@@ -350,12 +350,12 @@ TEST_CASE("ids are deterministic for the same lines", "[correlate]") {
 TEST_CASE("a new instance starts a new story but keeps the incident", "[correlate]") {
   Harness h(compile_yaml(kTwoStep));
   h.line(ts(0, "alpha happened"));
-  h.pipeline.new_instance(h.stream, "pod-a#1");
+  h.pipeline.new_instance(h.stream, h.instance("pod-a#1"));
   h.line(ts(5, "beta failed"));
   CHECK(h.emitted.empty());
   h.lines({ts(10, "alpha happened"), ts(12, "beta failed")});
   REQUIRE(h.emitted.size() == 1);
-  h.pipeline.new_instance(h.stream, "pod-a#2");
+  h.pipeline.new_instance(h.stream, h.instance("pod-a#2"));
   h.lines({ts(20, "alpha happened"), ts(22, "beta failed")});
   REQUIRE(h.emitted.size() == 2);
   CHECK(h.emitted[1].id == h.emitted[0].id);

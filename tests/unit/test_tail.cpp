@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 
+#include "faultline/checkpoint.hpp"
 #include "faultline/tail.hpp"
 
 using namespace faultline;
@@ -224,10 +225,11 @@ TEST_CASE("checkpoints round-trip, are written atomically and carry a version") 
   c.positions.kmsg = KmsgPosition{"boot-1", 99, 1000, 12, true};
   c.correlator_state = R"({"version":1,"stories":[]})";
   c.written = *parse_rfc3339("2026-11-30T10:00:00Z");
-  std::string error;
-  REQUIRE(write_checkpoint(t.path.string(), c, &error));
+  REQUIRE(write_checkpoint(t.path.string(), c).ok());
   CHECK(!fs::exists(t.path / ("checkpoint.json.tmp." + std::to_string(::getpid()))));
-  auto back = read_checkpoint(t.path.string(), &error);
+  auto read = read_checkpoint(t.path.string());
+  REQUIRE(read.ok());
+  const std::optional<Checkpoint>& back = *read;
   REQUIRE(back);
   REQUIRE(back->positions.files.size() == 1);
   const auto& q = back->positions.files[0];
@@ -244,17 +246,20 @@ TEST_CASE("checkpoints round-trip, are written atomically and carry a version") 
   CHECK(back->correlator_state == c.correlator_state);
   CHECK(back->written == c.written);
 
-  // No checkpoint: nullopt without an error. Wrong version or garbage: an error.
+  // No checkpoint: nothing, without an error. Wrong version or garbage: an error naming the file.
   TempDir empty;
-  error.clear();
-  CHECK(!read_checkpoint(empty.path.string(), &error));
-  CHECK(error.empty());
+  auto none = read_checkpoint(empty.path.string());
+  REQUIRE(none.ok());
+  CHECK(!*none);
   write(t / "checkpoint.json", R"({"version":99,"files":[]})", false);
-  CHECK(!read_checkpoint(t.path.string(), &error));
-  CHECK(error.find("version 99") != std::string::npos);
+  auto wrong = read_checkpoint(t.path.string());
+  REQUIRE(!wrong.ok());
+  CHECK(wrong.error().message.find("version 99") != std::string::npos);
+  CHECK(wrong.error().message.find("checkpoint.json") != std::string::npos);
   write(t / "checkpoint.json", "{not json", false);
-  CHECK(!read_checkpoint(t.path.string(), &error));
-  CHECK(error.find("malformed") != std::string::npos);
+  auto garbage = read_checkpoint(t.path.string());
+  REQUIRE(!garbage.ok());
+  CHECK(garbage.error().message.find("malformed") != std::string::npos);
 }
 
 TEST_CASE("a file is read from the beginning, then followed as it grows") {

@@ -1,24 +1,17 @@
 // The durable checkpoint: read positions and correlator state in one versioned JSON file, replaced atomically.
-#include <fcntl.h>
-#include <unistd.h>
+#include <sys/stat.h>
 
 #include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "faultline/tail.hpp"
+#include "faultline/checkpoint.hpp"
+#include "faultline/durable_file.hpp"
 
 namespace faultline {
 
 namespace {
 
 constexpr const char* kCheckpointFile = "checkpoint.json";
-
-std::string errno_text(const std::string& what, const std::string& path) {
-  return what + " " + path + ": " + std::strerror(errno);
-}
 
 }  // namespace
 
@@ -45,13 +38,12 @@ std::string checkpoint_to_json(const Checkpoint& checkpoint) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::optional<Checkpoint> checkpoint_from_json(std::string_view text, std::string* error) {
+Result<Checkpoint> checkpoint_from_json(std::string_view text) {
   try {
     auto j = nlohmann::json::parse(text);
     int version = j.at("version").get<int>();
     if (version != Checkpoint::kVersion) {
-      if (error) *error = "unsupported checkpoint version " + std::to_string(version);
-      return std::nullopt;
+      return Error{"unsupported checkpoint version " + std::to_string(version)};
     }
     Checkpoint c;
     if (auto t = parse_rfc3339(j.value("written", std::string()))) c.written = *t;
@@ -79,71 +71,23 @@ std::optional<Checkpoint> checkpoint_from_json(std::string_view text, std::strin
     c.correlator_state = j.value("correlator", std::string());
     return c;
   } catch (const std::exception& e) {
-    if (error) *error = std::string("malformed checkpoint: ") + e.what();
-    return std::nullopt;
+    return Error{std::string("malformed checkpoint: ") + e.what()};
   }
 }
 
-bool write_file_atomic(const std::string& path, std::string_view data, std::string* error) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-  if (fd < 0) {
-    if (error) *error = errno_text("cannot create", tmp);
-    return false;
-  }
-  const char* p = data.data();
-  std::size_t left = data.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (error) *error = errno_text("cannot write", tmp);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return false;
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    if (error) *error = errno_text("cannot fsync", tmp);
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return false;
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    if (error) *error = errno_text("cannot rename to", path);
-    ::unlink(tmp.c_str());
-    return false;
-  }
-  auto slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return true;
+Result<void> write_checkpoint(const std::string& state_dir, const Checkpoint& checkpoint) {
+  return write_file_atomic(state_dir + "/" + kCheckpointFile, checkpoint_to_json(checkpoint));
 }
 
-bool write_checkpoint(const std::string& state_dir, const Checkpoint& checkpoint, std::string* error) {
-  return write_file_atomic(state_dir + "/" + kCheckpointFile, checkpoint_to_json(checkpoint), error);
-}
-
-std::optional<Checkpoint> read_checkpoint(const std::string& state_dir, std::string* error) {
+Result<std::optional<Checkpoint>> read_checkpoint(const std::string& state_dir) {
   std::string path = state_dir + "/" + kCheckpointFile;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (errno != ENOENT && error) *error = errno_text("cannot read", path);
-    return std::nullopt;
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string why;
-  auto c = checkpoint_from_json(ss.str(), &why);
-  if (!c && error) *error = path + ": " + why;
-  return c;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return std::optional<Checkpoint>{};
+  auto text = read_file(path);
+  if (!text) return text.error();
+  auto c = checkpoint_from_json(*text);
+  if (!c) return Error{path + ": " + c.error().message};
+  return std::optional<Checkpoint>(std::move(*c));
 }
 
 }  // namespace faultline

@@ -1,0 +1,95 @@
+// Durable writes: temp + fsync + rename + directory fsync, written once for every room that persists something.
+#include "faultline/durable_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace faultline {
+
+Error Error::from_errno(std::string_view what, std::string_view path) { return from_errno(what, path, errno); }
+
+Error Error::from_errno(std::string_view what, std::string_view path, int saved_errno) {
+  std::string m(what);
+  m += ' ';
+  m += path;
+  m += ": ";
+  m += std::strerror(saved_errno);
+  return Error{std::move(m)};
+}
+
+Result<void> write_all(int fd, std::string_view data, std::string_view what) {
+  const char* p = data.data();
+  std::size_t left = data.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Error::from_errno("cannot write", what);
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return {};
+}
+
+Result<void> sync_parent_dir(const std::string& path) {
+  auto slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return Error::from_errno("cannot open directory", dir);
+  int rc = ::fsync(dfd);
+  int saved = errno;
+  ::close(dfd);
+  // Some filesystems refuse fsync on a directory (EINVAL); the rename is as durable as they make it.
+  if (rc != 0 && saved != EINVAL) return Error::from_errno("cannot fsync directory", dir, saved);
+  return {};
+}
+
+Result<void> write_file_atomic(const std::string& path, std::string_view data, unsigned mode) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode));
+  if (fd < 0) return Error::from_errno("cannot create", tmp);
+  auto fail = [&](Error e) -> Result<void> {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return e;
+  };
+  if (auto w = write_all(fd, data, tmp); !w) return fail(w.error());
+  if (::fsync(fd) != 0) return fail(Error::from_errno("cannot fsync", tmp));
+  if (::close(fd) != 0) {
+    Error e = Error::from_errno("cannot close", tmp);
+    ::unlink(tmp.c_str());
+    return e;
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    Error e = Error::from_errno("cannot rename to", path);
+    ::unlink(tmp.c_str());
+    return e;
+  }
+  return sync_parent_dir(path);
+}
+
+Result<std::string> read_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error::from_errno("cannot open", path);
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Error e = Error::from_errno("cannot read", path);
+      ::close(fd);
+      return e;
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+}  // namespace faultline
