@@ -13,10 +13,7 @@ from faultline_testlib import check  # noqa: E402
 def test(work):
     work.write_rule("every.yaml", tl.EVERY_LINE_RULE)
     log = work.log_file
-    with open(log, "w") as f:
-        f.write("LINE 1 first\n")
-    d = tl.Daemon(work, ["--source", os.path.join(work.logs, "*.log"), "--start-at", "beginning"]).start()
-    d.wait_incidents(1, what="line 1")
+    d = tl.follow_from_start(work, "LINE 1 first", source=os.path.join(work.logs, "*.log"))
     n = 1
     for cycle in range(5):
         with open(log, "ab") as f:

@@ -2,7 +2,6 @@
 line is flushed after the partial-line timeout, and the lines after it are matched as usual."""
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import faultline_testlib as tl  # noqa: E402
@@ -12,10 +11,7 @@ from faultline_testlib import check  # noqa: E402
 def test(work):
     work.write_rule("every.yaml", tl.EVERY_LINE_RULE)
     log = work.log_file
-    with open(log, "w") as f:
-        f.write("LINE 1 before\n")
-    d = tl.Daemon(work, ["--source", log, "--start-at", "beginning"]).start()
-    d.wait_incidents(1, what="line 1")
+    d = tl.follow_from_start(work, "LINE 1 before")
     base = d.memory()["VmHWM"] / 1024
     chunk = b"LINE 2 " + b"x" * (1 << 20)
     with open(log, "ab") as f:

@@ -2,7 +2,6 @@
 CRI lines with P/F partials are joined; the stream is named namespace/pod/container with its labels; a new restart
 file (1.log) is a new instance with restart label 1; /var/log/containers symlinks are followed and not read twice;
 faultline's own pod is never tailed."""
-import json
 import os
 import sys
 import time

@@ -4,7 +4,6 @@ import os
 import sys
 import re
 import signal
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import faultline_testlib as tl  # noqa: E402

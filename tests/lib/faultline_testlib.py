@@ -17,8 +17,8 @@ What it gives:
 - parse_metrics(): the Prometheus text format; wait_until(): waits on a condition with a generous bound (scaled by
   FAULTLINE_TEST_TIME_SCALE), never a fixed sleep; check/Failure/Skip; free_port().
 - Receiver, Alertmanager, Prometheus, sinks_yaml, the Standard Webhooks check: what the e2e tests run beside faultline.
-- Scenario steps several tests share: follow(), Daemon.feed(), Daemon.wait_reloaded(), Daemon.settle(),
-  Daemon.finish_exactly_once().
+- Scenario steps several tests share: follow(), follow_from_start(), Daemon.feed(), Daemon.wait_reloaded(),
+  Daemon.settle(), Daemon.finish_exactly_once().
 - main(test): runs test(work), stops everything it started, prints PASS / FAIL / SKIP and exits 0 or 1. A Skip (a
   missing tool) fails unless FAULTLINE_ALLOW_SKIP=1 (or FAULTLINE_E2E_ALLOW_SKIP=1).
 
@@ -577,6 +577,16 @@ class Daemon:
 def follow(work, args=(), **kwargs):
     """A started Daemon following the work dir's app.log (plus ARGS)."""
     return Daemon(work, ["--source", work.log_file] + list(args), **kwargs).start()
+
+
+def follow_from_start(work, first, source=None, args=()):
+    """app.log holds the line `first` (its incident 1) before a Daemon reading `source` (app.log) from the beginning
+    starts; returns the Daemon once that first incident is in."""
+    with open(work.log_file, "w") as f:
+        f.write(first + "\n")
+    d = Daemon(work, ["--source", source or work.log_file, "--start-at", "beginning"] + list(args)).start()
+    d.wait_incidents(1, what="line 1")
+    return d
 
 
 # ---- e2e: receivers, Standard Webhooks, Prometheus and Alertmanager -------------------------------------------------
