@@ -14,6 +14,7 @@ What it gives:
   incidents, metrics.
 - Every process started here is killed when the test fails or the script exits (and with the script itself, through
   the parent-death signal), so no test leaves a process behind.
+- run(), scan_incidents(): the binary to its end; Tally: checks that go on after a failure.
 - parse_metrics(): the Prometheus text format; wait_until(): waits on a condition with a generous bound (scaled by
   FAULTLINE_TEST_TIME_SCALE), never a fixed sleep; check/Failure/Skip; free_port().
 - Receiver, Alertmanager, Prometheus, sinks_yaml, the Standard Webhooks check: what the e2e tests run beside faultline.
@@ -140,6 +141,24 @@ def wait_quiet(value, quiet=1.0, timeout=30.0, what="quiet"):
     return last
 
 
+class Tally:
+    """Checks that go on after a failure (scripts that test many cases in a row): each prints "ok   what" or
+    "FAIL what"; finish() prints "N failed" or "all passed" and exits 1 or 0."""
+
+    def __init__(self):
+        self.failures = []
+
+    def check(self, cond, what):
+        print(("ok   " if cond else "FAIL ") + what)
+        if not cond:
+            self.failures.append(what)
+        return cond
+
+    def finish(self):
+        print("%d failed" % len(self.failures) if self.failures else "all passed")
+        sys.exit(1 if self.failures else 0)
+
+
 # ---- the binary and processes ------------------------------------------------------------------------------------
 
 def find_binary(required=True):
@@ -175,6 +194,18 @@ def run(*args, **kwargs):
     kwargs.setdefault("text", True)
     kwargs.setdefault("timeout", 120)
     return subprocess.run([binary()] + [str(a) for a in args], **kwargs)
+
+
+def scan_incidents(*args, input=None, timeout=120):
+    """`faultline scan --json ARGS...` (bytes in and out): (exit status, the latest revision of each incident in order
+    of first emission, the completed process)."""
+    p = run("scan", "--json", *args, input=input, text=False, timeout=timeout)
+    latest = {}
+    for line in p.stdout.decode().splitlines():
+        if line.strip():
+            inc = json.loads(line)
+            latest[inc["id"]] = inc
+    return p.returncode, list(latest.values()), p
 
 
 _procs = []
