@@ -29,13 +29,10 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import http.client
 import json
 import os
 import re
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -46,6 +43,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import peers  # noqa: E402
+sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
+import faultline_testlib as tl  # noqa: E402
 from measure import HZ, Run, cpu_jiffies, wait_quiet  # noqa: E402
 
 SETS = ["cat-20", "cat-100", "catalog", "cat-1000"]
@@ -303,116 +302,31 @@ def hs_scan(b: dict, progs: dict, path: str, split: bool = False) -> dict:
 # ---------------------------------------------------------------------------------------------- daemon
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def Daemon(exe: str, workdir: str, sources: list[str], rules: str, extra: list[str] | None = None,
+           state: str | None = None) -> tl.Daemon:
+    """`faultline run` as the benchmarks run it: every source from its beginning, no incident output, warnings only.
+    Started, not yet waited for (wait_ready() returns the seconds it took)."""
+    state = state or os.path.join(workdir, "state")
+    os.makedirs(state, exist_ok=True)
+    port = tl.free_port()
+    args = ["--start-at", "beginning"] + [a for s in sources for a in ("--source", s)] + (extra or [])
+    return tl.Daemon(tl.Workdir(path=workdir), args, name="daemon-%d" % port, port=port, rules=rules, state=state,
+                     output="off", log_level="warn", exe=exe).start(wait=False)
 
 
-def http_get(port: int, path: str, timeout: float = 2.0) -> tuple[int, str]:
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        c.request("GET", path)
-        r = c.getresponse()
-        return r.status, r.read().decode("utf-8", "replace")
-    finally:
-        c.close()
-
-
-def parse_metrics(text: str) -> dict:
-    out: dict = {}
-    for line in text.splitlines():
-        if not line or line[0] == "#":
-            continue
-        m = re.match(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)", line)
-        if m:
-            try:
-                out[m.group(1)] = out.get(m.group(1), 0.0) + float(m.group(3))
-            except ValueError:
-                pass
-    return out
-
-
-class Daemon:
-    def __init__(self, exe: str, workdir: str, sources: list[str], rules: str, extra: list[str] | None = None,
-                 state: str | None = None):
-        self.port = free_port()
-        self.state = state or os.path.join(workdir, "state")
-        os.makedirs(self.state, exist_ok=True)
-        self.cmd = [exe, "run", "--state-dir", self.state, "--listen", "127.0.0.1:%d" % self.port, "--output", "off",
-                    "--start-at", "beginning", "--rules", rules, "--log-level", "warn"]
-        for s in sources:
-            self.cmd += ["--source", s]
-        self.cmd += extra or []
-        self.errpath = os.path.join(workdir, "daemon-%d.err" % self.port)
-        self.err = open(self.errpath, "w")
-        self.t0 = time.monotonic()
-        self.p = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=self.err)
-
-    def wait_ready(self, timeout: float = 60.0, poll: float = 0.002) -> float:
-        deadline = self.t0 + timeout
-        while time.monotonic() < deadline:
-            if self.p.poll() is not None:
-                raise RuntimeError("faultline run exited with %s:\n%s" % (self.p.returncode, self.stderr()))
-            try:
-                st, _ = http_get(self.port, "/readyz", timeout=1.0)
-                if st == 200:
-                    return time.monotonic() - self.t0
-            except OSError:
-                pass
-            time.sleep(poll)
-        raise RuntimeError("faultline run not ready after %.0f s:\n%s" % (timeout, self.stderr()))
-
-    def stderr(self) -> str:
-        self.err.flush()
-        with open(self.errpath, errors="replace") as f:
-            return f.read()[-3000:]
-
-    def metrics(self) -> dict:
-        st, text = http_get(self.port, "/metrics", timeout=5.0)
-        if st != 200:
-            raise RuntimeError("/metrics answered %d" % st)
-        return parse_metrics(text)
-
-    def cpu(self) -> float:
-        with open("/proc/%d/stat" % self.p.pid) as f:
-            parts = f.read().rsplit(")", 1)[1].split()
-        return (int(parts[11]) + int(parts[12])) / HZ  # utime, stime (fields 14, 15)
-
-    def mem(self) -> dict:
-        out = {}
-        with open("/proc/%d/status" % self.p.pid) as f:
-            for line in f:
-                k, _, v = line.partition(":")
-                if k in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
-                    out[k] = int(v.split()[0]) * 1024
-        return out
-
-    def stop(self, timeout: float = 20.0) -> int:
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
-        self.err.close()
-        return self.p.returncode
-
-
-def wait_metric(d: Daemon, name: str, target: float, timeout: float, poll: float = 0.05) -> tuple[bool, float, dict]:
+def wait_metric(d: tl.Daemon, name: str, target: float, timeout: float, poll: float = 0.05) -> tuple[bool, float, dict]:
     """Polls /metrics until `name` >= target. Returns (reached, monotonic time seen, metrics)."""
     deadline = time.monotonic() + timeout
     m: dict = {}
     while time.monotonic() < deadline:
         try:
-            m = d.metrics()
+            m = d.metrics().totals()
         except OSError:
             m = {}
         if m.get(name, 0) >= target:
             return True, time.monotonic(), m
-        if d.p.poll() is not None:
-            raise RuntimeError("faultline run exited:\n" + d.stderr())
+        if d.proc.poll() is not None:
+            raise RuntimeError("faultline run exited:\n" + d.log_text(3000))
         time.sleep(poll)
     return False, time.monotonic(), m
 
@@ -567,8 +481,8 @@ def section_follow(ctx: dict) -> dict:
         open(target, "w").close()
         d = Daemon(b["faultline"], work, [target], rs["dir"], state=os.path.join(ctx["tmp"], "follow-state-%d" % i))
         try:
-            d.wait_ready()
-            cpu0 = d.cpu()
+            d.wait_ready(60)
+            cpu0 = d.cpu_seconds()
             b0, _ = cpu_jiffies()
             fd = os.open(target, os.O_WRONLY | os.O_APPEND)
             t0 = time.monotonic()
@@ -583,7 +497,7 @@ def section_follow(ctx: dict) -> dict:
             # faultline_bytes_read_total moves as soon as bytes are fed to the pipeline, which scans and correlates
             # them before the next wake-up; faultline_lines_read_total is only updated once a second (metrics tick).
             ok, t1, m = wait_metric(d, "faultline_bytes_read_total", size, timeout=600, poll=0.01)
-            cpu1 = d.cpu()
+            cpu1 = d.cpu_seconds()
             b1, _ = cpu_jiffies()
             ok2, _, m = wait_metric(d, "faultline_lines_read_total", expect["records"], timeout=10, poll=0.1)
             ok = ok and ok2
@@ -599,7 +513,7 @@ def section_follow(ctx: dict) -> dict:
             r["lost"] = not (ok and r["lines_read"] == expect["records"] and r["bytes_read"] == size and r["shed"] == 0)
             rounds.append(r)
         finally:
-            d.stop()
+            d.stop(timeout=20, strict=False)
             shutil.rmtree(work, ignore_errors=True)
     return {"rounds": rounds, "bytes": size}
 
@@ -681,7 +595,7 @@ def latency_run(ctx: dict, state_parent: str | None) -> dict:
                 if len(filler) >= 200000:
                     break
         try:
-            d.wait_ready()
+            d.wait_ready(60)
             wait_quiet(ctx["max_wait"])
             log("latency: %d s at %d lines/s, %d probe(s)/s" % (duration, rate, probes_per_s))
             fd = os.open(target, os.O_WRONLY | os.O_APPEND)
@@ -694,7 +608,7 @@ def latency_run(ctx: dict, state_parent: str | None) -> dict:
             lines_due = 0.0
             li = 0
             written = 0
-            cpu0 = d.cpu()
+            cpu0 = d.cpu_seconds()
             while True:
                 now = time.monotonic()
                 if now - start >= duration:
@@ -721,7 +635,7 @@ def latency_run(ctx: dict, state_parent: str | None) -> dict:
                     time.sleep(delay)
             elapsed = time.monotonic() - start
             os.close(fd)
-            cpu1 = d.cpu()
+            cpu1 = d.cpu_seconds()
             time.sleep(2.0)
             got: dict[str, int] = {}
             with open(arrivals) as f:
@@ -730,13 +644,10 @@ def latency_run(ctx: dict, state_parent: str | None) -> dict:
                     if rule == "bench-latency-probe" and probe not in got:
                         got[probe] = int(t)
             lat = [(got[p] - sent[p]) / 1e6 for p in sent if p in got]
-            m = d.metrics()
-            _, mtext = http_get(d.port, "/metrics")
-            buckets = {}
-            for line in mtext.splitlines():
-                mm = re.match(r'^faultline_incident_latency_seconds_bucket\{le="([^"]+)"\} (\S+)', line)
-                if mm:
-                    buckets[mm.group(1)] = float(mm.group(2))
+            exposition = d.metrics()
+            m = exposition.totals()
+            buckets = {labels["le"]: v for name, labels, v in exposition.samples
+                       if name == "faultline_incident_latency_seconds_bucket" and set(labels) == {"le"}}
             ff, fd_ = fsync_cost(d.state)
             res = {"internal_buckets": buckets, "fsync_note": "%.1f ms and %.1f ms (median)" % (ff, fd_),
                    "internal_mean_ms": 1000 * m.get("faultline_incident_latency_seconds_sum", 0) /
@@ -748,7 +659,7 @@ def latency_run(ctx: dict, state_parent: str | None) -> dict:
                    "lines_read": m.get("faultline_lines_read_total", 0), "latencies_ms": lat,
                    "deliveries_ok": m.get("faultline_webhook_deliveries_total", 0)}
         finally:
-            d.stop()
+            d.stop(timeout=20, strict=False)
     finally:
         recv.terminate()
         recv.wait()
@@ -773,7 +684,7 @@ def section_memory(ctx: dict) -> dict:
     d = Daemon(b["faultline"], work, [os.path.join(logs, "*.log")], rs["dir"])
     res: dict = {"files": nfiles, "soak_seconds": soak, "rate": rate}
     try:
-        d.wait_ready()
+        d.wait_ready(60)
         fds = [os.open(p, os.O_WRONLY | os.O_APPEND) for p in paths]
         log("memory: %d files, %d lines/s for %d s" % (nfiles, rate, soak))
         samples = []
@@ -783,7 +694,7 @@ def section_memory(ctx: dict) -> dict:
         li = 0
         written = 0
         next_sample = start
-        cpu0 = d.cpu()
+        cpu0 = d.cpu_seconds()
         while time.monotonic() - start < soak:
             due += rate * tick
             k = int(due)
@@ -794,7 +705,7 @@ def section_memory(ctx: dict) -> dict:
             written += k
             now = time.monotonic()
             if now >= next_sample:
-                mem = d.mem()
+                mem = d.memory()
                 samples.append((now - start, mem.get("VmRSS", 0), mem.get("VmHWM", 0)))
                 next_sample += ctx["sample_every"]
             delay = start + (int((now - start) / tick) + 1) * tick - time.monotonic()
@@ -802,9 +713,9 @@ def section_memory(ctx: dict) -> dict:
                 time.sleep(delay)
         for fd in fds:
             os.close(fd)
-        cpu1 = d.cpu()
+        cpu1 = d.cpu_seconds()
         ok, _, m = wait_metric(d, "faultline_lines_read_total", 1, timeout=5)
-        mem = d.mem()
+        mem = d.memory()
         samples.append((time.monotonic() - start, mem.get("VmRSS", 0), mem.get("VmHWM", 0)))
         warm = min(max(30.0, soak * 0.1), soak / 2)
         window = min(max(60.0, soak * 0.1), soak / 4)
@@ -822,13 +733,13 @@ def section_memory(ctx: dict) -> dict:
         if "idle" in ctx["sections"]:
             time.sleep(5)
             log("idle: %d s with %d files followed, nothing appended" % (ctx["idle"], nfiles))
-            c0, t0 = d.cpu(), time.monotonic()
+            c0, t0 = d.cpu_seconds(), time.monotonic()
             time.sleep(ctx["idle"])
-            c1, t1 = d.cpu(), time.monotonic()
+            c1, t1 = d.cpu_seconds(), time.monotonic()
             res["idle"] = {"seconds": t1 - t0, "cpu_seconds": c1 - c0, "share": (c1 - c0) / (t1 - t0),
                            "files": nfiles, "tick_s": 1.0 / HZ}
     finally:
-        d.stop()
+        d.stop(timeout=20, strict=False)
         shutil.rmtree(work, ignore_errors=True)
     if "idle" in ctx["sections"] and not ctx.get("smoke"):
         res["idle_variants"] = idle_variants(ctx, filler)
@@ -856,7 +767,7 @@ def idle_variants(ctx: dict, filler: list) -> dict:
             extra = ["--config", cfg]
         d = Daemon(b["faultline"], work, [os.path.join(logs, "*.log")], rs["dir"], extra=extra)
         try:
-            d.wait_ready()
+            d.wait_ready(60)
             fds = [os.open(p, os.O_WRONLY | os.O_APPEND) for p in paths]
             for j, line in enumerate(filler[:100000]):
                 write_all(fds[j % len(fds)], memoryview(line))
@@ -865,12 +776,12 @@ def idle_variants(ctx: dict, filler: list) -> dict:
             time.sleep(5)
             window = min(ctx["idle"], 30)
             log("idle variant %s: %d s" % (name, window))
-            c0, t0 = d.cpu(), time.monotonic()
+            c0, t0 = d.cpu_seconds(), time.monotonic()
             time.sleep(window)
-            c1, t1 = d.cpu(), time.monotonic()
+            c1, t1 = d.cpu_seconds(), time.monotonic()
             out[name] = {"seconds": t1 - t0, "cpu_seconds": c1 - c0, "share": (c1 - c0) / (t1 - t0)}
         finally:
-            d.stop()
+            d.stop(timeout=20, strict=False)
             shutil.rmtree(work, ignore_errors=True)
     return out
 
@@ -891,9 +802,9 @@ def section_startup(ctx: dict) -> dict:
         for kind in ("cold", "cached", "cached2"):
             d = Daemon(b["faultline"], work, [src], rs["dir"], state=state)
             try:
-                r[kind] = d.wait_ready(poll=0.001)
+                r[kind] = d.wait_ready(60, poll=0.001)
             finally:
-                d.stop()
+                d.stop(timeout=20, strict=False)
         cache = os.path.join(work, "scan-cache")
         empty = os.path.join(work, "empty.log")
         open(empty, "w").close()

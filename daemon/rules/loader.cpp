@@ -321,6 +321,25 @@ void Decoder::expected(const YAML::Node& node, RuleTest& test) {
   test.expect.push_back(std::move(ex));
 }
 
+// A test's `file:`: "corpus:NAME" names a real log in the one store of them, tests/corpus/real/ of the nearest
+// directory above the rule file that has one (the source tree, whether run from it or from a build); anything else
+// is relative to the rule file. A corpus name with no store above it stays as written, so the test that reads it
+// reports "test file 'corpus:NAME' cannot be read".
+std::string resolve_test_file(const std::string& rule_file, const std::string& value) {
+  fs::path dir = fs::path(rule_file).parent_path();
+  constexpr std::string_view kCorpus = "corpus:";
+  if (value.compare(0, kCorpus.size(), kCorpus) != 0) return (dir / value).string();
+  std::error_code ec;
+  fs::path at = dir.empty() ? fs::current_path(ec) : fs::absolute(dir, ec);
+  if (ec) return value;
+  for (;;) {
+    fs::path store = at / "tests" / "corpus" / "real";
+    if (fs::is_directory(store, ec)) return (store / value.substr(kCorpus.size())).string();
+    if (!at.has_relative_path()) return value;
+    at = at.parent_path();
+  }
+}
+
 void Decoder::test(const YAML::Node& node, Rule& rule) {
   if (!node.IsMap()) {
     error(node, "each test must be a mapping");
@@ -360,10 +379,8 @@ void Decoder::test(const YAML::Node& node, Rule& rule) {
     }
   }
   if (auto f = node["file"]) {
-    if (string(f, t.file, "file")) {
-      // Existence is checked when the test runs: installed catalogs and ConfigMaps carry no fixtures.
-      t.file = (fs::path(file()).parent_path() / t.file).string();
-    }
+    // Existence is checked when the test runs: installed catalogs and ConfigMaps carry no fixtures.
+    if (string(f, t.file, "file")) t.file = resolve_test_file(file(), t.file);
   }
   if (t.lines.empty() && t.file.empty()) error(node, "a test needs 'lines' or 'file'");
   if (auto f = node["format"]) {

@@ -1,12 +1,17 @@
-"""Shared bits of the deploy tests: paths, Debian's python, a tiny case runner."""
+"""Shared bits of the deploy tests, on top of tests/lib/faultline_testlib.py (imported here as `tl`): paths,
+Debian's python, a tiny case runner, promtool."""
 
 import os
+import subprocess
 import sys
+import tempfile
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.environ.get("FAULTLINE_SOURCE_DIR") or os.path.dirname(os.path.dirname(HERE))
 CHART_DIR = os.path.join(SOURCE_DIR, "deploy", "helm", "faultline")
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+import faultline_testlib as tl  # noqa: E402,F401
 
 
 def use_debian_python(*modules):
@@ -58,3 +63,15 @@ class Cases:
     def finish(self):
         print("%d passed, %d failed" % (self.passed, self.failed))
         sys.exit(1 if self.failed else 0)
+
+
+def promtool_check_rules(promtool, text):
+    """`promtool check rules` over a rule file with this text; AssertionError with its output when it fails."""
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        f.write(text)
+    try:
+        p = subprocess.run([promtool, "check", "rules", f.name], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+        assert p.returncode == 0, p.stdout
+    finally:
+        os.unlink(f.name)

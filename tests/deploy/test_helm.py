@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from deploy_common import CHART_DIR, SOURCE_DIR, Cases, use_debian_python  # noqa: E402
+from deploy_common import CHART_DIR, SOURCE_DIR, Cases, promtool_check_rules, use_debian_python  # noqa: E402
 
 use_debian_python("yaml", "kubernetes")
 
@@ -441,14 +441,7 @@ def t_full(cases):
         assert pr["spec"] == want, "PrometheusRule spec differs from files/alerts.yaml"
         promtool = shutil.which("promtool")
         if promtool and pr["spec"].get("groups"):
-            with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-                yaml.safe_dump(pr["spec"], f)
-            try:
-                p = subprocess.run([promtool, "check", "rules", f.name], stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, text=True)
-                assert p.returncode == 0, p.stdout
-            finally:
-                os.unlink(f.name)
+            promtool_check_rules(promtool, yaml.safe_dump(pr["spec"]))
     cases.run("PrometheusRule carries files/alerts.yaml verbatim (promtool check rules)", prometheus_rule)
 
     def service_example():

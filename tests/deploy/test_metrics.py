@@ -10,22 +10,16 @@ labels; /healthz and /readyz answer 200; SIGHUP reloads (reloads_total{result="s
 SIGTERM exits 0 — what the systemd unit and the Kubernetes probes rely on.
 """
 
-import http.server
 import json
 import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
-import threading
-import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from deploy_common import CHART_DIR, SOURCE_DIR, Cases, use_debian_python  # noqa: E402
+from deploy_common import CHART_DIR, SOURCE_DIR, Cases, promtool_check_rules, tl, use_debian_python  # noqa: E402
 
 use_debian_python("yaml")
 
@@ -149,57 +143,19 @@ def t_static(cases):
             return
         rules = [{"record": "faultline_deploy_test:q%d" % i, "expr": grafana_to_promql(e)}
                  for i, e in enumerate(dash_exprs) if "label_values" not in e]
-        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-            yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}, f)
-        try:
-            p = subprocess.run([promtool, "check", "rules", f.name], stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
-            assert p.returncode == 0, p.stdout
-        finally:
-            os.unlink(f.name)
+        promtool_check_rules(promtool, yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}))
     cases.run("every dashboard query is valid PromQL (promtool)", promql_parses)
 
 
 # ------------------------------------------------------------------------------------------------
 
-class Sink(http.server.BaseHTTPRequestHandler):
-    received = []
-
-    def do_POST(self):
-        n = int(self.headers.get("Content-Length") or 0)
-        Sink.received.append(self.rfile.read(n))
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *_):
-        pass
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def get(url, timeout=3):
-    with urllib.request.urlopen(url, timeout=timeout) as r:
-        return r.status, r.read().decode()
-
-
-def parse_exposition(text):
-    types, samples = {}, {}
-    for line in text.splitlines():
-        if line.startswith("# TYPE "):
-            _, _, name, typ = line.split(None, 3)
-            types[name] = typ.strip()
-        elif line and not line.startswith("#"):
-            m = re.match(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s", line)
-            if m:
-                labels = set(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="', m.group(3) or ""))
-                samples.setdefault(m.group(1), []).append(labels)
-    return types, samples
+def exposition(d):
+    """(types, {sample name: [label-name sets]}) of the daemon's /metrics."""
+    m = d.metrics()
+    samples = {}
+    for name, labels, _ in m.samples:
+        samples.setdefault(name, []).append(set(labels))
+    return m.types, samples
 
 
 def has_run(binary):
@@ -209,67 +165,38 @@ def has_run(binary):
 
 def t_live(cases, binary):
     listed = read_list()
-    tmp = tempfile.mkdtemp(prefix="fl-metrics-")
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Sink)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    port = free_port()
-    log = os.path.join(tmp, "app.log")
-    open(log, "w").close()
-    os.makedirs(os.path.join(tmp, "rules"))
-    with open(os.path.join(tmp, "rules", "deploy-test.yaml"), "w") as f:
-        f.write("id: deploy-test-boom\ntitle: deploy test\nseverity: critical\n"
-                "events:\n  boom:\n    regex: 'FAULTLINE_DEPLOY_TEST_BOOM'\n")
+    work = tl.Workdir("deploy-metrics")
+    rx = tl.Receiver(work=work).start()
+    port = tl.free_port()
+    log = work.log_file
+    work.write_rule("deploy-test.yaml", "id: deploy-test-boom\ntitle: deploy test\nseverity: critical\n"
+                    "events:\n  boom:\n    regex: 'FAULTLINE_DEPLOY_TEST_BOOM'\n")
     config = {
         "listen": "127.0.0.1:%d" % port,
-        "state_dir": os.path.join(tmp, "state"),
+        "state_dir": work.state,
         "output": "",
-        "rules": {"paths": [os.path.join(tmp, "rules")], "watch": False},
+        "rules": {"paths": [work.rules], "watch": False},
         "sources": [{"type": "file", "paths": [log], "source": "app", "start_at": "beginning"}],
-        "sinks": [{"name": "test", "url": "http://127.0.0.1:%d/hook" % httpd.server_address[1], "format": "json"}],
+        "sinks": [{"name": "test", "url": rx.url("/hook"), "format": "json"}],
     }
-    cfg = os.path.join(tmp, "config.yaml")
-    with open(cfg, "w") as f:
-        yaml.safe_dump(config, f)
-    errlog = open(os.path.join(tmp, "stderr.log"), "w+")
-    proc = subprocess.Popen([binary, "run", "--config", cfg], stdout=subprocess.DEVNULL, stderr=errlog)
-    base = "http://127.0.0.1:%d" % port
-
-    def stderr_tail():
-        errlog.flush()
-        errlog.seek(0)
-        return errlog.read()[-3000:]
-
+    # The config alone, as the systemd unit runs it.
+    d = tl.Daemon(work, ["--config", work.file("config.yaml", yaml.safe_dump(config))], port=port, bare=True,
+                  exe=binary)
     try:
         def up():
-            deadline = time.time() + 20
-            while time.time() < deadline:
-                assert proc.poll() is None, "faultline run exited %s:\n%s" % (proc.returncode, stderr_tail())
-                try:
-                    if get(base + "/readyz")[0] == 200:
-                        break
-                except OSError:
-                    pass
-                time.sleep(0.2)
-            else:
-                raise AssertionError("not ready within 20 s:\n" + stderr_tail())
-            assert get(base + "/healthz")[0] == 200
+            d.start(timeout=20)
+            assert d.get("/healthz")[0] == 200
         if not cases.run("faultline run serves /healthz and /readyz", up):
             return
 
         def incident():
-            with open(log, "a") as f:
-                f.write("2026-01-01T00:00:00Z ERROR FAULTLINE_DEPLOY_TEST_BOOM\n")
-            deadline = time.time() + 20
-            while time.time() < deadline:
-                types, samples = parse_exposition(get(base + "/metrics")[1])
-                if samples.get("faultline_incidents_total") and Sink.received:
-                    return
-                time.sleep(0.25)
-            raise AssertionError("no incident counted and delivered within 20 s:\n" + stderr_tail())
+            work.append("2026-01-01T00:00:00Z ERROR FAULTLINE_DEPLOY_TEST_BOOM")
+            tl.wait_until(lambda: exposition(d)[1].get("faultline_incidents_total") and rx.received(), 20,
+                          interval=0.25, what="an incident counted and delivered", alive=d)
         cases.run("an incident is counted and delivered to the webhook", incident)
 
         def families():
-            types, samples = parse_exposition(get(base + "/metrics")[1])
+            types, samples = exposition(d)
             problems = []
             for name, (typ, labels) in sorted(listed.items()):
                 if types.get(name) != typ:
@@ -287,35 +214,19 @@ def t_live(cases, binary):
 
         def reload():
             def successes():
-                text = get(base + "/metrics")[1]
-                m = re.search(r'^faultline_reloads_total\{[^}]*result="success"[^}]*\}\s+([0-9.e+]+)', text, re.M)
-                return float(m.group(1)) if m else 0.0
+                return d.metric("faultline_reloads_total", result="success") or 0.0
             before = successes()
-            proc.send_signal(signal.SIGHUP)
-            deadline = time.time() + 15
-            while time.time() < deadline:
-                if successes() > before:
-                    assert proc.poll() is None
-                    return
-                time.sleep(0.2)
-            raise AssertionError("SIGHUP did not count a successful reload:\n" + stderr_tail())
+            d.send(signal.SIGHUP)
+            tl.wait_until(lambda: successes() > before, 15, interval=0.2, alive=d,
+                          what="SIGHUP to count a successful reload")
         cases.run("SIGHUP reloads the rules (ExecReload=/bin/kill -HUP)", reload)
 
         def term():
-            proc.send_signal(signal.SIGTERM)
-            try:
-                rc = proc.wait(timeout=25)
-            except subprocess.TimeoutExpired:
-                raise AssertionError("still running 25 s after SIGTERM")
-            assert rc == 0, "exit status %s after SIGTERM:\n%s" % (rc, stderr_tail())
+            rc = d.stop(signal.SIGTERM, timeout=25)
+            assert rc == 0, "exit status %s after SIGTERM:\n%s" % (rc, d.log_text(3000))
         cases.run("SIGTERM drains and exits 0 within TimeoutStopSec", term)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        httpd.shutdown()
-        errlog.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+        work.cleanup()
 
 
 def main():

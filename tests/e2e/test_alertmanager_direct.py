@@ -2,18 +2,20 @@
 """faultline posts straight to a real Alertmanager (a sink with format: alertmanager): the alert appears in
 GET /api/v2/alerts with the right labels and annotations, is re-sent while the incident fires, and resolves when it
 ends."""
+import os
+import sys
 import time
 
-from e2e_common import Alertmanager, Faultline, check, main, wait_until
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import faultline_testlib as tl  # noqa: E402
+from faultline_testlib import check, wait_until  # noqa: E402
 
 
-def test(work, stoppers):
-    am = Alertmanager(work).start()
-    stoppers.append(am.stop)
-    fl = Faultline(work, "sinks:\n  - name: am\n    url: %s\n    format: alertmanager\n    resend_interval: 2s\n"
+def test(work):
+    am = tl.Alertmanager(work).start()
+    fl = tl.boom_daemon(work, "sinks:\n  - name: am\n    url: %s\n    format: alertmanager\n    resend_interval: 2s\n"
                    "    backoff_initial: 200ms\n    backoff_max: 1s\n" % am.base,
-                   args=["--node-name", "gpu-node-3"]).start()
-    stoppers.append(fl.stop)
+                   args=["--node-name", "gpu-node-3"])
     work.append("BOOM 42")
     alerts = wait_until(lambda: am.alerts(alertname="FaultlineE2eBoom"), 30, what="the alert in Alertmanager")
     check(len(alerts) == 1, "alerts: %s" % alerts)
@@ -30,8 +32,7 @@ def test(work, stoppers):
     check(a["generatorURL"].endswith("/api/v1/incidents/" + labels["incident_id"]), "generatorURL %s" % a["generatorURL"])
     check(a["status"]["state"] == "active", "state %s" % a["status"])
     # The link works.
-    from e2e_common import http_json
-    inc = http_json(fl.base + "/api/v1/incidents/" + labels["incident_id"])
+    inc = tl.http_json(fl.base + "/api/v1/incidents/" + labels["incident_id"])
     check(inc["rule"] == "e2e-boom", "incident API: %s" % inc)
 
     # Re-sent while firing: endsAt keeps moving forward.
@@ -48,4 +49,4 @@ def test(work, stoppers):
 
 
 if __name__ == "__main__":
-    main(test)
+    tl.main(test)

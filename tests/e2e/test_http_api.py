@@ -2,21 +2,23 @@
 """The HTTP API of a real `faultline run`: /healthz, /readyz, /api/v1/incidents (filters), /api/v1/incidents/<id>,
 /api/v1/rules, the page at /, the bearer token, and the --webhook shortcut delivering the same incidents."""
 import json
+import os
+import sys
 import time
 
-from e2e_common import Faultline, Receiver, check, http_get, main, wait_until
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import faultline_testlib as tl  # noqa: E402
+from faultline_testlib import check, wait_until  # noqa: E402
 
 
-def test(work, stoppers):
-    rx = Receiver().start()
-    stoppers.append(rx.stop)
+def test(work):
+    rx = tl.Receiver(work=work).start()
     token = work.file("api-token", "api-secret-42\n")
-    fl = Faultline(work, "server:\n  api_token_file: %s\n" % token, args=["--webhook", rx.url("/in")]).start()
-    stoppers.append(fl.stop)
+    fl = tl.boom_daemon(work, "server:\n  api_token_file: %s\n" % token, args=["--webhook", rx.url("/in")])
     auth = {"Authorization": "Bearer api-secret-42"}
 
     def api(path, headers=auth):
-        status, hdrs, body = http_get(fl.base + path, headers)
+        status, hdrs, body = tl.http_get(fl.base + path, headers)
         return status, hdrs, body
 
     check(api("/healthz", {})[0] == 200, "healthz")
@@ -71,4 +73,4 @@ def test(work, stoppers):
 
 
 if __name__ == "__main__":
-    main(test)
+    tl.main(test)

@@ -2,20 +2,23 @@
 """The receiver is down, then comes back: every incident revision arrives, none twice (by webhook-id = id-revision),
 in order; retries and the spool are visible in the metrics while it is down."""
 import json
+import os
+import sys
 
-from e2e_common import Faultline, Receiver, check, free_port, main, sinks_yaml, wait_until
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import faultline_testlib as tl  # noqa: E402
+from faultline_testlib import check, wait_until  # noqa: E402
 
 N = 20
 
 
-def test(work, stoppers):
-    port = free_port()  # nothing listens yet: connections are refused
-    config = sinks_yaml([{
+def test(work):
+    port = tl.free_port()  # nothing listens yet: connections are refused
+    config = tl.sinks_yaml([{
         "name": "flaky", "url": "http://127.0.0.1:%d/hook" % port, "format": "json",
         "timeout": "2s", "backoff_initial": "100ms", "backoff_max": "500ms",
     }])
-    fl = Faultline(work, config).start()
-    stoppers.append(fl.stop)
+    fl = tl.boom_daemon(work, config)
     work.append(*["BOOM %d" % i for i in range(N)])
     wait_until(lambda: (fl.metric("faultline_webhook_retries_total", sink="flaky") or 0) >= 3, 30,
                what="retries while the receiver is down")
@@ -25,7 +28,7 @@ def test(work, stoppers):
     wait_until(lambda: fl.metric("faultline_incidents_total", rule="e2e-boom") == N, 20, what="all incidents raised")
 
     # A receiver that fails the first attempt of some deliveries with 500 as well.
-    rx = Receiver(port=port)
+    rx = tl.Receiver(port=port, work=work)
     seen_500 = set()
 
     def flaky(req):
@@ -37,7 +40,6 @@ def test(work, stoppers):
 
     rx.status_fn = flaky
     rx.start()
-    stoppers.append(rx.stop)
     wait_until(lambda: len(rx.received()) >= N + len(seen_500), 30, what="every delivery")
     wait_until(lambda: fl.metric("faultline_spool_bytes", sink="flaky") == 0, 20, what="the spool to drain")
     accepted = [r["headers"]["webhook-id"] for r in rx.received() if r["status"] == 200]
@@ -58,4 +60,4 @@ def test(work, stoppers):
 
 
 if __name__ == "__main__":
-    main(test)
+    tl.main(test)

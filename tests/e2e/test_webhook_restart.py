@@ -3,20 +3,22 @@
 pending deliveries are sent, each once, and nothing already delivered is sent again."""
 import json
 import os
+import sys
 
-from e2e_common import Faultline, Receiver, check, free_port, main, sinks_yaml, wait_until
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import faultline_testlib as tl  # noqa: E402
+from faultline_testlib import check, wait_until  # noqa: E402
 
 
-def test(work, stoppers):
-    port = free_port()
-    config = sinks_yaml([{
+def test(work):
+    port = tl.free_port()
+    config = tl.sinks_yaml([{
         "name": "hook", "url": "http://127.0.0.1:%d/hook" % port, "format": "json",
         "timeout": "2s", "backoff_initial": "100ms", "backoff_max": "500ms",
     }])
     # First: one incident delivered normally.
-    rx = Receiver(port=port).start()
-    fl = Faultline(work, config).start()
-    stoppers.append(fl.stop)
+    rx = tl.Receiver(port=port, work=work).start()
+    fl = tl.boom_daemon(work, config)
     work.append("BOOM 1")
     wait_until(lambda: len(rx.received()) == 1, 20, what="the first delivery")
     rx.stop()
@@ -28,10 +30,8 @@ def test(work, stoppers):
                what="four deliveries in the spool")
     fl.kill9()
 
-    rx2 = Receiver(port=port).start()
-    stoppers.append(rx2.stop)
-    fl2 = Faultline(work, config, name="faultline-2").start()
-    stoppers.append(fl2.stop)
+    rx2 = tl.Receiver(port=port, work=work).start()
+    fl2 = tl.boom_daemon(work, config, name="faultline-2")
     wait_until(lambda: len(rx2.received()) >= 4, 30, what="the pending deliveries after the restart")
     wait_until(lambda: not [f for f in os.listdir(spool) if f.endswith(".json")], 20, what="an empty spool")
     ids = [r["headers"]["webhook-id"] for r in rx2.received()]
@@ -49,4 +49,4 @@ def test(work, stoppers):
 
 
 if __name__ == "__main__":
-    main(test)
+    tl.main(test)

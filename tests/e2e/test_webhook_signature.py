@@ -3,23 +3,25 @@
 rejects a tampered body, a tampered id and a stale timestamp. Also: evidence is redacted, the payload is the incident
 JSON, and the resolution arrives as a new revision."""
 import json
+import os
+import sys
 
-from e2e_common import Faultline, Receiver, check, main, make_secret, sinks_yaml, verify_standard_webhook, wait_until
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import faultline_testlib as tl  # noqa: E402
+from faultline_testlib import check, wait_until  # noqa: E402
 
 
-def test(work, stoppers):
-    rx = Receiver().start()
-    stoppers.append(rx.stop)
-    secret = make_secret()
+def test(work):
+    rx = tl.Receiver(work=work).start()
+    secret = tl.make_secret()
     secret_file = work.file("webhook-secret", secret + "\n")
     token_file = work.file("receiver-token", "rx-token-1\n")
-    config = sinks_yaml([{
+    config = tl.sinks_yaml([{
         "name": "receiver", "url": rx.url("/hooks/faultline"), "format": "json",
         "hmac_secret_file": secret_file, "bearer_token_file": token_file,
         "headers": {"X-Env": "e2e"}, "timeout": "5s", "backoff_initial": "200ms", "backoff_max": "1s",
     }])
-    fl = Faultline(work, config).start()
-    stoppers.append(fl.stop)
+    fl = tl.boom_daemon(work, config)
 
     work.append("starting", "BOOM 7 on the worker", "all fine")
     wait_until(lambda: rx.received(), 20, what="the webhook")
@@ -37,7 +39,7 @@ def test(work, stoppers):
     check("[REDACTED]" in incident["summary"], "summary: %s" % incident["summary"])
 
     # The receiver's check accepts the real delivery ...
-    verify_standard_webhook(secret, req["headers"], body)
+    tl.verify_standard_webhook(secret, req["headers"], body)
     # ... and rejects a tampered body, a tampered id, a stale timestamp and the wrong secret.
     for what, headers, payload, now in [
         ("tampered body", req["headers"], body.replace(b"e2e-boom", b"e2e-bang"), None),
@@ -46,14 +48,14 @@ def test(work, stoppers):
         ("wrong secret", req["headers"], body, None),
     ]:
         try:
-            verify_standard_webhook(make_secret() if what == "wrong secret" else secret, headers, payload, now=now)
+            tl.verify_standard_webhook(tl.make_secret() if what == "wrong secret" else secret, headers, payload, now=now)
         except ValueError:
             continue
         raise AssertionError("the signature check accepted a %s" % what)
     # Replaying the message with a fresh timestamp needs the secret: the old signature does not cover it.
     forged = dict(req["headers"], **{"webhook-timestamp": str(int(h["webhook-timestamp"]) + 1)})
     try:
-        verify_standard_webhook(secret, forged, body)
+        tl.verify_standard_webhook(secret, forged, body)
         check(False, "a changed timestamp kept a valid signature")
     except ValueError:
         pass
@@ -66,11 +68,11 @@ def test(work, stoppers):
     check(inc2["id"] == incident["id"] and inc2["revision"] == incident["revision"] + 1,
           "second delivery is %s rev %s" % (inc2["id"], inc2["revision"]))
     check(inc2["status"] == "resolved", "status %s" % inc2["status"])
-    verify_standard_webhook(secret, r2["headers"], r2["body"])
+    tl.verify_standard_webhook(secret, r2["headers"], r2["body"])
     check(fl.metric("faultline_webhook_deliveries_total", sink="receiver", result="success") == 2,
           "deliveries metric: %s" % fl.metric("faultline_webhook_deliveries_total", sink="receiver"))
     check(fl.stop() == 0, "faultline exited non-zero")
 
 
 if __name__ == "__main__":
-    main(test)
+    tl.main(test)

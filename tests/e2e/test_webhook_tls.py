@@ -4,12 +4,15 @@ with `tls.ca_file`, delivered. A receiver with a certificate from another CA is 
 default) and counted as tls_error; its deliveries stay in the spool. `tls.verify: false` reaches it anyway."""
 import os
 import subprocess
+import sys
 
-from e2e_common import Faultline, Receiver, check, main, need_tool, sinks_yaml, wait_until
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import faultline_testlib as tl  # noqa: E402
+from faultline_testlib import check, wait_until  # noqa: E402
 
 
 def openssl(work, *args):
-    subprocess.run([need_tool("openssl")] + list(args), cwd=work.path, check=True, stdout=subprocess.DEVNULL,
+    subprocess.run([tl.need_tool("openssl")] + list(args), cwd=work.path, check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
 
 
@@ -28,21 +31,18 @@ def make_certs(work):
     return p("ca.crt"), (p("server.crt"), p("server.key")), (p("rogue.crt"), p("rogue.key"))
 
 
-def test(work, stoppers):
+def test(work):
     ca, good_cert, rogue_cert = make_certs(work)
-    good = Receiver(tls=good_cert).start()
-    rogue = Receiver(tls=rogue_cert).start()
-    insecure = Receiver(tls=rogue_cert).start()
-    for r in (good, rogue, insecure):
-        stoppers.append(r.stop)
+    good = tl.Receiver(tls=good_cert, work=work).start()
+    rogue = tl.Receiver(tls=rogue_cert, work=work).start()
+    insecure = tl.Receiver(tls=rogue_cert, work=work).start()
     common = {"format": "json", "timeout": "3s", "backoff_initial": "200ms", "backoff_max": "1s"}
-    config = sinks_yaml([
+    config = tl.sinks_yaml([
         dict(name="trusted", url=good.url(), tls={"ca_file": ca}, **common),
         dict(name="untrusted", url=rogue.url(), tls={"ca_file": ca}, **common),
         dict(name="noverify", url=insecure.url(), tls={"verify": False}, **common),
     ])
-    fl = Faultline(work, config).start()
-    stoppers.append(fl.stop)
+    fl = tl.boom_daemon(work, config)
     work.append("BOOM 1")
     wait_until(lambda: good.received(), 20, what="delivery over HTTPS to the trusted receiver")
     wait_until(lambda: insecure.received(), 20, what="delivery with verify: false")
@@ -58,4 +58,4 @@ def test(work, stoppers):
 
 
 if __name__ == "__main__":
-    main(test)
+    tl.main(test)

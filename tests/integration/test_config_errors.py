@@ -1,11 +1,12 @@
 """A config with mistakes: every one is reported with file:line:column (1-based) and nothing starts (exit 2).
 A good config passes --check-config."""
 import os
+import sys
 import re
-import subprocess
 
-import harness
-from harness import check
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import faultline_testlib as tl  # noqa: E402
+from faultline_testlib import check  # noqa: E402
 
 BAD = """\
 state_dir: /tmp/x
@@ -43,8 +44,7 @@ def test(work):
     cfg = os.path.join(work.path, "bad.yaml")
     with open(cfg, "w") as f:
         f.write(BAD)
-    p = subprocess.run([harness.BIN, "run", "--config", cfg, "--state-dir", work.state], capture_output=True,
-                       text=True, timeout=30)
+    p = tl.run("run", "--config", cfg, "--state-dir", work.state, timeout=30)
     check(p.returncode == 2, "exit status %d, expected 2" % p.returncode)
     err = p.stderr
     for line, col, text in EXPECT:
@@ -55,21 +55,21 @@ def test(work):
     # YAML syntax error: position too.
     with open(cfg, "w") as f:
         f.write("sources:\n  - paths: [a\n  b: c\n")
-    p = subprocess.run([harness.BIN, "run", "--config", cfg], capture_output=True, text=True, timeout=30)
+    p = tl.run("run", "--config", cfg, timeout=30)
     check(p.returncode == 2 and re.search(re.escape(cfg) + r":\d+:\d+: error: ", p.stderr),
           "syntax error not positioned: %s" % p.stderr)
 
     # Bad flags.
-    p = subprocess.run([harness.BIN, "run", "--start-at", "middle"], capture_output=True, text=True, timeout=30)
+    p = tl.run("run", "--start-at", "middle", timeout=30)
     check(p.returncode == 2 and "--start-at" in p.stderr, "bad flag: %s" % p.stderr)
 
     # A good config (the shipped example) with the test's rules.
-    work.write_rule("every.yaml", harness.EVERY_LINE_RULE)
-    example = os.path.join(harness.SOURCE_DIR, "deploy", "config.example.yaml")
-    p = subprocess.run([harness.BIN, "run", "--config", example, "--rules", work.rules, "--state-dir", work.state,
-                        "--check-config"], capture_output=True, text=True, timeout=30)
+    work.write_rule("every.yaml", tl.EVERY_LINE_RULE)
+    example = os.path.join(tl.SOURCE_DIR, "deploy", "config.example.yaml")
+    p = tl.run("run", "--config", example, "--rules", work.rules, "--state-dir", work.state, "--check-config",
+               timeout=30)
     check(p.returncode == 0, "example config rejected (%d):\n%s" % (p.returncode, p.stderr))
 
 
 if __name__ == "__main__":
-    harness.main(test)
+    tl.main(test)

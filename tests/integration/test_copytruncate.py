@@ -2,17 +2,18 @@
 exactly once — including when the file refills past the old read offset before the daemon looks (the fingerprint
 of its first bytes tells new content from old) — and every truncation is counted."""
 import os
+import sys
 import shutil
 
-import harness
-from harness import check
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import faultline_testlib as tl  # noqa: E402
+from faultline_testlib import check  # noqa: E402
 
 
 def test(work):
-    work.write_rule("every.yaml", harness.EVERY_LINE_RULE)
-    log = os.path.join(work.logs, "app.log")
-    open(log, "w").close()
-    d = harness.Daemon(work, ["--source", log]).start()
+    work.write_rule("every.yaml", tl.EVERY_LINE_RULE)
+    log = work.log_file
+    d = tl.follow(work)
     f = open(log, "ab", buffering=0)  # O_APPEND: after a truncation the writer continues at the new end
     n = 0
     rounds = 6
@@ -21,7 +22,7 @@ def test(work):
         for _ in range(count):
             n += 1
             f.write(b"LINE %d round %d\n" % (n, r))
-        harness.wait_until(lambda: len(d.incidents()) >= n, 20, what="%d lines" % n)
+        d.wait_incidents(n, 20, what="%d lines" % n)
         shutil.copy(log, log + ".1")
         with open(log, "r+b") as t:
             t.truncate(0)
@@ -33,13 +34,12 @@ def test(work):
     for _ in range(50):
         n += 1
         f.write(b"LINE %d tail\n" % n)
-    harness.wait_until(lambda: len(d.incidents()) >= n, 20, what="%d lines" % n)
-    rc = d.stop()
-    check(rc == 0, "exit status %s" % rc)
-    harness.assert_exactly_once(d.incidents(), range(1, n + 1))
+    d.wait_incidents(n, 20, what="%d lines" % n)
+    d.stop_ok()
+    tl.assert_exactly_once(d.incidents(), range(1, n + 1))
     stats = d.final_stats()
     check(stats["truncations"] == rounds, "truncations counted: %s, expected %d" % (stats["truncations"], rounds))
 
 
 if __name__ == "__main__":
-    harness.main(test)
+    tl.main(test)

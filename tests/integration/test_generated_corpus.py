@@ -7,9 +7,10 @@ import subprocess
 import sys
 import tempfile
 
-BIN = os.environ.get("FAULTLINE_BIN", "build/faultline")
-SRC = os.environ.get("FAULTLINE_SOURCE_DIR", ".")
-GEN = os.path.join(SRC, "bench", "gen_corpus.py")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import faultline_testlib as tl  # noqa: E402
+
+GEN = os.path.join(tl.SOURCE_DIR, "bench", "gen_corpus.py")
 EXPECTED = {
     "fmha_unsupported_arch": "flashinfer-fmha-unsupported-arch",
     "cutlass_moe_tma": "flashinfer-moe-tma-grouped-gemm",
@@ -21,22 +22,13 @@ EXPECTED = {
     "xid_error": "gpu-xid-error",
     "kv_cache_lt_max_model_len": "kv-cache-below-max-model-len",
 }
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
+tally = tl.Tally()
+check = tally.check
 
 
 def scan(path):
-    p = subprocess.run([BIN, "scan", "--json", path], capture_output=True, text=True, timeout=600)
-    latest = {}
-    for line in p.stdout.splitlines():
-        inc = json.loads(line)
-        latest[inc["id"]] = inc
-    return p.returncode, list(latest.values())
+    rc, incs, _ = tl.scan_incidents(path, timeout=600)
+    return rc, incs
 
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -59,5 +51,4 @@ with tempfile.TemporaryDirectory() as tmp:
         for kind in sorted(kinds):
             check(EXPECTED[kind] in found, f"{fmt}: injected {kind} is recognised as {EXPECTED[kind]}")
 
-print(f"{len(failures)} failed" if failures else "all passed")
-sys.exit(1 if failures else 0)
+tally.finish()

@@ -2,9 +2,11 @@
 the node label; the checkpoint keeps the last sequence number, so a restart does not report it again. (The test
 feeds the records from a regular file in /dev/kmsg format; the daemon reads the device the same way.)"""
 import os
+import sys
 
-import harness
-from harness import check
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import faultline_testlib as tl  # noqa: E402
+from faultline_testlib import check  # noqa: E402
 
 XID_RULE = r"""
 id: gpu-xid
@@ -33,10 +35,9 @@ def test(work):
     cfg = os.path.join(work.path, "faultline.yaml")
     with open(cfg, "w") as f:
         f.write("node_name: gpu-node-3\nsources:\n  - type: kmsg\n    path: %s\n    start_at: beginning\n" % kmsg)
-    d = harness.Daemon(work, ["--config", cfg]).start()
-    harness.wait_until(lambda: len(d.incidents()) >= 1, 20, what="the Xid incident")
-    rc = d.stop()
-    check(rc == 0, "exit status %s" % rc)
+    d = tl.Daemon(work, ["--config", cfg]).start()
+    d.wait_incidents(1, what="the Xid incident")
+    d.stop_ok()
     inc = d.incidents()[0]
     check(inc["rule"] == "gpu-xid" and inc["fields"]["xid"] == "79", "incident: %s" % inc)
     labels = dict(inc["stream_labels"].items())
@@ -47,13 +48,12 @@ def test(work):
 
     with open(kmsg, "a") as f:
         f.write("3,1003,%d,-;NVRM: Xid (PCI:0000:3b:00): 48, pid=1234, DBE\n" % uptime_usec())
-    d2 = harness.Daemon(work, ["--config", cfg]).start()
-    harness.wait_until(lambda: len(d2.incidents()) >= 2, 20, what="the second Xid")
-    rc = d2.stop()
-    check(rc == 0, "exit status %s" % rc)
+    d2 = tl.Daemon(work, ["--config", cfg]).start()
+    d2.wait_incidents(2, what="the second Xid")
+    d2.stop_ok()
     xids = [i["fields"]["xid"] for i in d2.incidents() if i["revision"] == 1]
     check(xids == ["79", "48"], "Xid incidents over both runs: %s" % xids)
 
 
 if __name__ == "__main__":
-    harness.main(test)
+    tl.main(test)

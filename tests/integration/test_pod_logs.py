@@ -2,12 +2,13 @@
 CRI lines with P/F partials are joined; the stream is named namespace/pod/container with its labels; a new restart
 file (1.log) is a new instance with restart label 1; /var/log/containers symlinks are followed and not read twice;
 faultline's own pod is never tailed."""
-import json
 import os
+import sys
 import time
 
-import harness
-from harness import check
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import faultline_testlib as tl  # noqa: E402
+from faultline_testlib import check  # noqa: E402
 
 TS = "2026-11-30T10:00:%02d.%09dZ"
 
@@ -25,12 +26,12 @@ def labels(inc):
 
 
 def test(work):
-    work.write_rule("every.yaml", harness.EVERY_LINE_RULE)
+    work.write_rule("every.yaml", tl.EVERY_LINE_RULE)
     pods = os.path.join(work.path, "var", "log", "pods")
     containers = os.path.join(work.path, "var", "log", "containers")
     os.makedirs(pods)
     os.makedirs(containers)
-    d = harness.Daemon(work, ["--source", pods + "/*/*/*.log", "--source", containers + "/*.log",
+    d = tl.Daemon(work, ["--source", pods + "/*/*/*.log", "--source", containers + "/*.log",
                               "--node-name", "gpu-node-7"]).start()
     time.sleep(0.3)
 
@@ -45,7 +46,7 @@ def test(work):
     os.makedirs(sdir)
     with open(os.path.join(sdir, "0.log"), "w") as f:
         f.write(cri(9999))
-    harness.wait_until(lambda: len(d.incidents()) >= 40, 20, what="40 lines of the new pod")
+    d.wait_incidents(40, what="40 lines of the new pod")
     incs = d.incidents()
     check({i["stream"] for i in incs} == {"ns1/vllm-0/vllm"}, "stream names: %s" % {i["stream"] for i in incs})
     l = labels(incs[0])
@@ -60,7 +61,7 @@ def test(work):
     with open(os.path.join(cdir, "1.log"), "w") as f:
         for n in range(41, 61):
             f.write(cri(n))
-    harness.wait_until(lambda: len(d.incidents()) >= 60, 20, what="lines of restart 1")
+    d.wait_incidents(60, what="lines of restart 1")
     restarted = [i for i in d.incidents() if int(i["fields"]["n"]) > 40]
     check(all(labels(i).get("restart") == "1" for i in restarted),
           "restart label after the restart: %s" % {labels(i).get("restart") for i in restarted})
@@ -73,15 +74,11 @@ def test(work):
         for n in range(61, 81):
             f.write(cri(n))
     os.symlink(target, os.path.join(containers, "sglang-1_ns2_main-" + "ab" * 32 + ".log"))
-    harness.wait_until(lambda: len(d.incidents()) >= 80, 20, what="lines of the second pod")
-    time.sleep(1.0)
-    rc = d.stop()
-    check(rc == 0, "exit status %s" % rc)
+    d.finish_exactly_once(range(1, 81), 20, what="lines of the second pod")
     incs = d.incidents()
-    harness.assert_exactly_once(incs, range(1, 81))
     second = {i["stream"] for i in incs if int(i["fields"]["n"]) > 60}
     check(second == {"ns2/sglang-1/main"}, "second pod stream: %s" % second)
 
 
 if __name__ == "__main__":
-    harness.main(test)
+    tl.main(test)

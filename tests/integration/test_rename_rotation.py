@@ -1,11 +1,13 @@
 """Rename rotation under continuous writes: app.log is renamed to app.log.1 (and app.log.1 to app.log.2) every few
 hundred lines while a writer keeps writing; every line written is read exactly once, in a stream that continues."""
 import os
+import sys
 import threading
 import time
 
-import harness
-from harness import check
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import faultline_testlib as tl  # noqa: E402
+from faultline_testlib import check  # noqa: E402
 
 
 def writer(path, total, per_file, rate):
@@ -29,20 +31,14 @@ def writer(path, total, per_file, rate):
 
 
 def test(work):
-    work.write_rule("every.yaml", harness.EVERY_LINE_RULE)
-    log = os.path.join(work.logs, "app.log")
-    open(log, "w").close()
-    d = harness.Daemon(work, ["--source", log]).start()
+    work.write_rule("every.yaml", tl.EVERY_LINE_RULE)
+    log = work.log_file
+    d = tl.follow(work)
     total = 6000
     t = threading.Thread(target=writer, args=(log, total, 700, 3000))
     t.start()
     t.join()
-    harness.wait_until(lambda: len(d.incidents()) >= total, 30, what="all %d lines" % total)
-    time.sleep(1.0)  # anything more (duplicates) would show now
-    rc = d.stop()
-    check(rc == 0, "exit status %s" % rc)
-    harness.assert_exactly_once(d.incidents(), range(1, total + 1))
-    stats = d.final_stats()
+    stats = d.finish_exactly_once(range(1, total + 1))
     check(stats is not None, "no final stats logged")
     check(stats["lines"] == total, "daemon counted %d lines, %d written" % (stats["lines"], total))
     check(stats["rotations"] >= total // 700 - 1, "rotations counted: %s" % stats["rotations"])
@@ -51,4 +47,4 @@ def test(work):
 
 
 if __name__ == "__main__":
-    harness.main(test)
+    tl.main(test)

@@ -2,33 +2,24 @@
 """`faultline scan`, `check` and `test` as a user runs them: the real binary on real files."""
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
-BIN = os.environ.get("FAULTLINE_BIN", "build/faultline")
-SRC = os.environ.get("FAULTLINE_SOURCE_DIR", ".")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import faultline_testlib as tl  # noqa: E402
+
+SRC = tl.SOURCE_DIR
 CORPUS = os.path.join(SRC, "tests", "corpus", "real")
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
+tally = tl.Tally()
+check = tally.check
 
 
 def run(*args, stdin=None, timeout=120):
-    return subprocess.run([BIN, *args], input=stdin, capture_output=True, timeout=timeout)
+    return tl.run(*args, input=stdin, text=False, timeout=timeout)
 
 
 def incidents(*args, stdin=None):
-    p = run("scan", "--json", *args, stdin=stdin)
-    out = [json.loads(line) for line in p.stdout.decode().splitlines() if line.strip()]
-    latest = {}
-    for inc in out:
-        latest[inc["id"]] = inc
-    return p.returncode, list(latest.values()), p
+    return tl.scan_incidents(*args, input=stdin)
 
 
 def paging(incs):
@@ -140,5 +131,4 @@ check(p.returncode == 0 and p.stdout.startswith(b"ok:"), "the shipped catalog ch
 p = run("version")
 check(p.returncode == 0 and p.stdout.startswith(b"faultline "), "version")
 
-print(f"{len(failures)} failed" if failures else "all passed")
-sys.exit(1 if failures else 0)
+tally.finish()

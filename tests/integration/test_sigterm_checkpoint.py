@@ -2,22 +2,24 @@
 it read) and exits 0; started again it reads only what was appended meanwhile."""
 import json
 import os
+import sys
 import signal
 
-import harness
-from harness import check
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import faultline_testlib as tl  # noqa: E402
+from faultline_testlib import check  # noqa: E402
 
 
 def test(work):
-    work.write_rule("every.yaml", harness.EVERY_LINE_RULE)
-    log = os.path.join(work.logs, "app.log")
+    work.write_rule("every.yaml", tl.EVERY_LINE_RULE)
+    log = work.log_file
     with open(log, "w") as f:
         for n in range(1, 201):
             f.write("LINE %d before\n" % n)
         f.write("LINE 201 partial line without its newline")
     args = ["--source", log, "--start-at", "beginning"]
-    d = harness.Daemon(work, args).start()
-    harness.wait_until(lambda: len(d.incidents()) >= 200, 20, what="200 lines")
+    d = tl.Daemon(work, args).start()
+    d.wait_incidents(200, what="200 lines")
     rc = d.stop(signal.SIGTERM)
     check(rc == 0, "exit status %s after SIGTERM" % rc)
     with open(os.path.join(work.state, "checkpoint.json")) as f:
@@ -37,14 +39,14 @@ def test(work):
         f.write("\n")
         for n in range(202, 301):
             f.write("LINE %d after\n" % n)
-    d2 = harness.Daemon(work, args).start()
-    harness.wait_until(lambda: len(d2.incidents()) >= 300, 20, what="300 lines")
+    d2 = tl.Daemon(work, args).start()
+    d2.wait_incidents(300, what="300 lines")
     rc = d2.stop(signal.SIGINT)
     check(rc == 0, "exit status %s after SIGINT" % rc)
-    harness.assert_exactly_once(d2.incidents(), range(1, 301))
+    tl.assert_exactly_once(d2.incidents(), range(1, 301))
     stats = d2.final_stats()
     check(stats["lines"] <= 101, "second run read %d lines; it should resume, not start over" % stats["lines"])
 
 
 if __name__ == "__main__":
-    harness.main(test)
+    tl.main(test)
