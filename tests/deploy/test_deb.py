@@ -120,6 +120,9 @@ def main():
                 assert rc == 0 and text.startswith("faultline "), text
                 rc, text = sh(["/usr/bin/faultline", "check", "/usr/share/faultline/rules"])
                 assert rc == 0 and text.startswith("ok:"), text
+                # The installed catalog carries its test fixtures: every rule test runs and passes there.
+                rc, text = sh(["/usr/bin/faultline", "test", "/usr/share/faultline/rules"])
+                assert rc == 0 and " 0 failed" in text, "rule tests on the installed catalog:\n" + text[-3000:]
                 rc, text = sh(["/usr/bin/faultline", "run", "--config", "/etc/faultline/config.yaml",
                                "--state-dir", os.path.join(out, "state"), "--check-config"])
                 assert rc == 0, "the packaged config does not validate:\n" + text[-2000:]
