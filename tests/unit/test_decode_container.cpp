@@ -1,0 +1,266 @@
+// Decode room, container formats: CRI (P/F joining), docker json-file, auto-detection, ANSI and caret notation.
+#include <catch2/catch.hpp>
+
+#include "decode_support.hpp"
+
+using namespace decode_test;
+
+TEST_CASE("CRI: F lines, wrapper time wins, level comes from the message", "[decode]") {
+  DecodeStats st;
+  ContainerFormat fmt{};
+  const std::string in = cri("2026-11-29T10:08:01.123456789Z", "stdout", 'F', "INFO 01-02 03:04:05 [a.py:1] hi") +
+                         cri("2026-11-29T10:08:02Z", "stderr", 'F', "plain text") +
+                         cri("2026-11-29T10:08:03Z", "stderr", 'F', "");
+  const auto r = decode(in, options(), &st, &fmt);
+  CHECK(fmt == ContainerFormat::cri);
+  REQUIRE(r.size() == 2);
+  CHECK(r[0].text == "INFO 01-02 03:04:05 [a.py:1] hi");
+  CHECK(r[0].time == T("2026-11-29T10:08:01.123456789Z"));
+  CHECK(r[0].from_log);
+  CHECK(r[0].level == Level::info);
+  CHECK(r[0].offset == 0);
+  CHECK(r[1].text == "plain text");
+  CHECK(r[1].level == Level::unknown);
+  CHECK(r[1].line == 2);
+  CHECK(st.malformed == 0);
+}
+
+TEST_CASE("CRI: P fragments join per stream, interleaved stdout and stderr", "[decode]") {
+  DecodeStats st;
+  const std::string in = cri("2026-11-29T10:00:01Z", "stdout", 'P', "out-a ") +   // line 1
+                         cri("2026-11-29T10:00:02Z", "stderr", 'P', "err-a ") +   // line 2
+                         cri("2026-11-29T10:00:03Z", "stdout", 'P', "out-b ") +   // line 3
+                         cri("2026-11-29T10:00:04Z", "stderr", 'F', "err-b") +    // line 4
+                         cri("2026-11-29T10:00:05Z", "stdout", 'F', "out-c") +    // line 5
+                         cri("2026-11-29T10:00:06Z", "stdout", 'F', "single");    // line 6
+  const std::size_t line1 = 0;
+  const std::size_t line2 = in.find("2026-11-29T10:00:02Z");
+  const auto r = decode(in, options(ContainerFormat::cri), &st);
+  REQUIRE(texts(r) == std::vector<std::string>{"err-a err-b", "out-a out-b out-c", "single"});
+  CHECK(r[0].line == 2);
+  CHECK(r[0].offset == line2);
+  CHECK(r[0].time == T("2026-11-29T10:00:02Z"));  // the time of the first fragment
+  CHECK(r[1].line == 1);
+  CHECK(r[1].offset == line1);
+  CHECK(r[2].line == 6);
+  CHECK(st.partials_joined == 3);
+  CHECK(st.lines == 3);
+}
+
+TEST_CASE("CRI: committed_offset stays at an open P chain", "[decode]") {
+  Decoder d(0, options(ContainerFormat::cri));
+  RecordBatch b;
+  const std::string p1 = cri("2026-11-29T10:00:01Z", "stdout", 'P', "begin ");
+  const std::string e1 = cri("2026-11-29T10:00:02Z", "stderr", 'F', "err");
+  const std::string f1 = cri("2026-11-29T10:00:03Z", "stdout", 'F', "end");
+  d.feed(p1 + e1, kRead, b);
+  REQUIRE(b.size() == 1);
+  CHECK(d.committed_offset() == 0);
+  CHECK(d.committed_line() == 1);
+  CHECK(d.has_partial());
+  d.feed(f1, kRead, b);
+  REQUIRE(b.size() == 2);
+  CHECK(b.text(1) == "begin end");
+  CHECK(d.committed_offset() == p1.size() + e1.size() + f1.size());
+  CHECK(d.committed_line() == 4);
+  CHECK_FALSE(d.has_partial());
+}
+
+TEST_CASE("CRI: a P chain longer than max_line_bytes is truncated and counted", "[decode]") {
+  DecodeStats st;
+  std::string in;
+  for (int i = 0; i < 10; ++i) in += cri("2026-11-29T10:00:01Z", "stdout", 'P', std::string(30, char('a' + i)));
+  in += cri("2026-11-29T10:00:02Z", "stdout", 'F', "tail");
+  in += cri("2026-11-29T10:00:03Z", "stdout", 'F', "next");
+  const auto r = decode(in, options(ContainerFormat::cri, 100), &st);
+  REQUIRE(r.size() == 2);
+  CHECK(r[0].text == std::string(30, 'a') + std::string(30, 'b') + std::string(30, 'c') + std::string(10, 'd'));
+  CHECK(r[0].truncated);
+  CHECK(r[0].line == 1);
+  CHECK(r[1].text == "next");
+  CHECK(r[1].line == 12);
+  CHECK(st.truncated == 1);
+  CHECK(st.partials_joined == 10);
+}
+
+TEST_CASE("CRI: CR inside a joined message splits records; flush emits open chains", "[decode]") {
+  const std::string l1 = cri("2026-11-29T10:00:01Z", "stdout", 'P', " 10%|#\r 20%|##");
+  const std::string l2 = cri("2026-11-29T10:00:02Z", "stdout", 'P', "#\r 30%");
+  const auto r = decode(l1 + l2, options(ContainerFormat::cri));
+  REQUIRE(texts(r) == std::vector<std::string>{" 10%|#", " 20%|###", " 30%"});
+  CHECK(r[0].offset == 0);
+  CHECK(r[1].offset == l1.find(" 20%"));
+  CHECK(r[2].offset == l1.size() + l2.find(" 30%"));
+  CHECK(r[1].time == T("2026-11-29T10:00:01Z"));
+  CHECK(r[2].time == T("2026-11-29T10:00:02Z"));
+  for (const auto& x : r) CHECK(x.line == 1);
+}
+
+TEST_CASE("CRI: lines that do not fit are kept as raw text and counted", "[decode]") {
+  DecodeStats st;
+  const std::string in = cri("2026-11-29T10:00:01Z", "stdout", 'F', "ok") + "garbage line\n" +
+                         "2026-11-29T10:00:01Z stdlog F bad stream\n" + cri("2026-11-29T10:00:02Z", "stdout", 'F', "ok2");
+  const auto r = decode(in, options(), &st);
+  REQUIRE(texts(r) == std::vector<std::string>{"ok", "garbage line", "2026-11-29T10:00:01Z stdlog F bad stream",
+                                               "ok2"});
+  CHECK(st.malformed == 2);
+  CHECK(r[1].time == T("2026-11-29T10:00:01Z"));  // inherited from the previous record
+  CHECK_FALSE(r[1].from_log);
+  CHECK(r[2].from_log);  // the message itself starts with an RFC 3339 time
+}
+
+// ---- docker json-file ------------------------------------------------------------------------------------------------
+
+TEST_CASE("docker: escapes decode to UTF-8, stream and time are read", "[decode]") {
+  const std::string in =
+      R"({"log":"a\tb \"q\" back\\slash \/ caf\u00e9 \ud83d\ude00 lone\ud800x \u001b[31mred\u001b[0m\n","stream":"stderr","time":"2026-11-29T10:08:01.123456789Z"})"
+      "\n";
+  ContainerFormat fmt{};
+  DecodeStats st;
+  const auto r = decode(in, options(), &st, &fmt);
+  CHECK(fmt == ContainerFormat::docker);
+  REQUIRE(r.size() == 1);
+  CHECK(r[0].text == "a\tb \"q\" back\\slash / caf\xC3\xA9 \xF0\x9F\x98\x80 lone\xEF\xBF\xBDx red");
+  CHECK(r[0].time == T("2026-11-29T10:08:01.123456789Z"));
+  CHECK(r[0].from_log);
+  CHECK(st.malformed == 0);
+}
+
+TEST_CASE("docker: a log without a final newline joins the next entry (16 KiB splits)", "[decode]") {
+  DecodeStats st;
+  const std::string a(16 * 1024, 'A');
+  const std::string b2(16 * 1024, 'B');
+  const std::string in = docker(a, "stdout", "2026-11-29T10:00:01Z") + docker("other\n", "stderr", "2026-11-29T10:00:02Z") +
+                         docker(b2, "stdout", "2026-11-29T10:00:03Z") + docker("end\n", "stdout", "2026-11-29T10:00:04Z");
+  const auto r = decode(in, options(), &st);
+  REQUIRE(r.size() == 2);
+  CHECK(r[0].text == "other");
+  CHECK(r[1].text == a + b2 + "end");
+  CHECK(r[1].line == 1);
+  CHECK(r[1].offset == 0);
+  CHECK(r[1].time == T("2026-11-29T10:00:01Z"));
+  CHECK(st.partials_joined == 2);
+}
+
+TEST_CASE("docker: key order, extra attributes and CRLF output", "[decode]") {
+  const std::string in =
+      R"({"time":"2026-11-29T10:00:01Z","attrs":{"tag":"x","n":[1,{"a":"}"}]},"stream":"stdout","log":"WARNING 11-29 10:00:00 [a.py:1] w\r\n"})"
+      "\n";
+  DecodeStats st;
+  const auto r = decode(in, options(ContainerFormat::docker), &st);
+  REQUIRE(r.size() == 1);
+  CHECK(r[0].text == "WARNING 11-29 10:00:00 [a.py:1] w");
+  CHECK(r[0].level == Level::warning);
+  CHECK(r[0].time == T("2026-11-29T10:00:01Z"));
+  CHECK(st.malformed == 0);
+}
+
+TEST_CASE("docker: malformed JSON is kept as raw text", "[decode]") {
+  DecodeStats st;
+  const std::string good = docker("fine\n", "stdout", "2026-11-29T10:00:01Z");
+  const std::string in = good + "{\"log\":\"unterminated\n" + "{\"log\":\"bad escape \\q\",\"stream\":\"stdout\"}\n" +
+                         "{\"stream\":\"stdout\",\"time\":\"2026-11-29T10:00:01Z\"}\n" + "plain\n" + good;
+  const auto r = decode(in, options(), &st);
+  REQUIRE(r.size() == 6);
+  CHECK(r[0].text == "fine");
+  CHECK(r[1].text == "{\"log\":\"unterminated");
+  CHECK(r[4].text == "plain");
+  CHECK(r[5].text == "fine");
+  CHECK(st.malformed == 4);
+}
+
+TEST_CASE("docker: a JSON line over its buffer bound is cut but its log prefix kept", "[decode]") {
+  DecodeStats st;
+  const std::string huge(600 * 1024, 'q');
+  const std::string in = docker(huge + "\n", "stdout", "2026-11-29T10:00:01Z") + docker("after\n", "stdout", "2026-11-29T10:00:02Z");
+  const auto r = decode(in, options(ContainerFormat::docker, 1000), &st);
+  REQUIRE(r.size() == 2);
+  CHECK(r[0].text == std::string(1000, 'q'));
+  CHECK(r[0].truncated);
+  CHECK(r[1].text == "after");
+  CHECK(r[1].line == 2);
+  CHECK(st.truncated == 1);
+}
+
+// ---- auto-detection --------------------------------------------------------------------------------------------------
+
+TEST_CASE("auto-detection looks at the first non-empty line", "[decode]") {
+  ContainerFormat fmt{};
+  decode("\n\n" + cri("2026-11-29T10:00:01Z", "stdout", 'F', "x"), options(), nullptr, &fmt);
+  CHECK(fmt == ContainerFormat::cri);
+  decode("\r\n  \n" + docker("x\n", "stdout", "2026-11-29T10:00:01Z"), options(), nullptr, &fmt);
+  CHECK(fmt == ContainerFormat::docker);
+  decode("INFO 11-29 10:08:01 [a.py:1] x\n" + cri("2026-11-29T10:00:01Z", "stdout", 'F', "x"), options(), nullptr, &fmt);
+  CHECK(fmt == ContainerFormat::raw);
+  decode("{\"msg\":\"structured app log\"}\n", options(), nullptr, &fmt);
+  CHECK(fmt == ContainerFormat::raw);
+  decode("2026-11-29T10:08:01.123Z some CI line\n", options(), nullptr, &fmt);
+  CHECK(fmt == ContainerFormat::raw);
+
+  Decoder d(0, options());
+  CHECK(d.format() == ContainerFormat::auto_detect);
+  RecordBatch b;
+  d.feed("\n\n2026-11-29T10:00", kRead, b);
+  CHECK(d.format() == ContainerFormat::auto_detect);  // not enough bytes yet
+  d.feed(":01Z stderr F detected\n", kRead, b);
+  CHECK(d.format() == ContainerFormat::cri);
+  REQUIRE(b.size() == 1);
+  CHECK(b.text(0) == "detected");
+  CHECK(b[0].line == 3);
+  CHECK(b[0].offset == 2);
+
+  // A raw first line shorter than the detection window, flushed without newline.
+  Decoder d2(0, options());
+  RecordBatch b2;
+  d2.feed("short", kRead, b2);
+  CHECK(b2.empty());
+  d2.flush(kRead, b2);
+  CHECK(d2.format() == ContainerFormat::raw);
+  REQUIRE(b2.size() == 1);
+  CHECK(b2.text(0) == "short");
+}
+
+// ---- ANSI and caret notation -----------------------------------------------------------------------------------------
+
+TEST_CASE("strip_ansi removes escape sequences and their caret-notation copies", "[decode]") {
+  const auto strip = [](std::string s) {
+    strip_ansi(s);
+    return s;
+  };
+  CHECK(strip("\x1b[1;36m(APIServer pid=1)\x1b[0;0m ERROR x") == "(APIServer pid=1) ERROR x");
+  CHECK(strip("^[[1;36m(APIServer pid=1)^[[0;0m ERROR x") == "(APIServer pid=1) ERROR x");
+  CHECK(strip("\x1b]0;window title\x07text") == "text");
+  CHECK(strip("\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\") == "link");
+  CHECK(strip("^[]0;title^Gtext") == "text");
+  CHECK(strip("a\x1b[2Kb\x1b[1Gc") == "abc");
+  CHECK(strip("\x1b(Bplain\x1b" "7saved\x1b" "8") == "plainsaved");
+  CHECK(strip("cut off at the end \x1b[1;3") == "cut off at the end ");
+  CHECK(strip("lone escape\x1b") == "lone escape");
+  CHECK(strip("x^2 and ^[ alone and ^[[ incomplete") == "x^2 and ^[ alone and ^[[ incomplete");
+  CHECK(strip("no escapes at all") == "no escapes at all");
+  CHECK(strip("") == "");
+}
+
+TEST_CASE("the decoder strips ANSI before records and splits on caret-notation CR", "[decode]") {
+  const auto r = decode(
+      "\x1b[32mINFO\x1b[0m 11-29 10:08:01 [a.py:1] green\n"
+      "^[[1;36m(APIServer pid=9)^[[0;0m ERROR 08-22 21:36:14 [s.py:250] first^M^[[1;36m(APIServer pid=9)^[[0;0m "
+      "ERROR 08-22 21:36:14 [s.py:250] second^M\n"
+      "trailing caret CRs^M^M\n"
+      "regex ^Mixtral.* is text^M\n"
+      "\x1b[0m\n");
+  REQUIRE(texts(r) == std::vector<std::string>{"INFO 11-29 10:08:01 [a.py:1] green",
+                                               "(APIServer pid=9) ERROR 08-22 21:36:14 [s.py:250] first",
+                                               "(APIServer pid=9) ERROR 08-22 21:36:14 [s.py:250] second",
+                                               "trailing caret CRs", "regex ^Mixtral.* is text"});
+  CHECK(r[0].level == Level::info);
+  CHECK(r[1].level == Level::error);
+  CHECK(r[2].level == Level::error);
+  CHECK(r[1].line == 2);
+  CHECK(r[2].line == 2);
+  const std::size_t line2 = r[1].offset;
+  CHECK(r[2].offset > line2);
+  CHECK(r[1].time == T("2026-08-22T21:36:14Z"));
+}
+
+// ---- time and level shapes -------------------------------------------------------------------------------------------
