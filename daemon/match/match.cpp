@@ -10,9 +10,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "faultline/durable_file.hpp"
 #include "faultline/match.hpp"
 
 namespace faultline {
@@ -80,6 +79,7 @@ CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
   CompileResult result;
   auto started = std::chrono::steady_clock::now();
   auto impl = std::make_unique<CompiledRules::Impl>();
+  rules.build_index();  // the copy every scanner and correlator reads: its lookups are by index
 
   std::vector<std::string> patterns;
   std::vector<unsigned> flags;
@@ -144,10 +144,8 @@ CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
 
   hs_database_t* raw_db = nullptr;
   if (!cache_file.empty()) {
-    std::ifstream in(cache_file, std::ios::binary);
-    if (in) {
-      std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      if (hs_deserialize_database(bytes.data(), bytes.size(), &raw_db) == HS_SUCCESS) {
+    if (auto bytes = read_file(cache_file.string())) {  // absent or unreadable: compile
+      if (hs_deserialize_database(bytes->data(), bytes->size(), &raw_db) == HS_SUCCESS) {
         result.info.from_cache = true;
       } else {
         raw_db = nullptr;
@@ -196,14 +194,8 @@ CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
         std::unique_ptr<char, SerializedDeleter> guard(bytes);
         std::error_code ec;
         fs::create_directories(cache_file.parent_path(), ec);
-        fs::path tmp = cache_file;
-        tmp += ".tmp";
-        {
-          std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-          out.write(bytes, static_cast<std::streamsize>(length));
-        }
-        fs::rename(tmp, cache_file, ec);
-        if (ec) spdlog::warn("cannot write compiled-rules cache {}: {}", cache_file.string(), ec.message());
+        auto written = write_file_atomic(cache_file.string(), std::string_view(bytes, length));
+        if (!written) spdlog::warn("cannot write compiled-rules cache: {}", written.error().message);
       }
     }
   }
@@ -238,32 +230,32 @@ struct Scanner::Impl {
   const RecordBatch* batch = nullptr;
   std::size_t span_offset = 0;  // batch offset of the span being scanned
   std::size_t last_record = 0;
-};
 
-namespace {
-int on_match(unsigned int id, unsigned long long /*from*/, unsigned long long to, unsigned int /*flags*/, void* ctx) {
-  auto* impl = static_cast<Scanner::Impl*>(ctx);
-  if (to == 0) return 0;
-  std::size_t pos = impl->span_offset + static_cast<std::size_t>(to - 1);
-  const auto& records = impl->batch->records();
-  // Matches mostly arrive in ascending order: try the last record before a binary search.
-  std::size_t r = impl->last_record;
-  const RecordMeta& m = records[r];
-  if (!(pos >= m.text_begin && pos <= static_cast<std::size_t>(m.text_begin) + m.text_size)) {
-    r = impl->batch->record_at(pos);
-    impl->last_record = r;
-    // Ended in a blank line between two records: it belongs to no record.
-    if (pos > static_cast<std::size_t>(records[r].text_begin) + records[r].text_size) return 0;
+  // Hyperscan's match callback: maps a match end back to its record and keeps it as a candidate.
+  static int on_match(unsigned int id, unsigned long long /*from*/, unsigned long long to, unsigned int /*flags*/,
+                      void* ctx) {
+    auto* impl = static_cast<Impl*>(ctx);
+    if (to == 0) return 0;
+    std::size_t pos = impl->span_offset + static_cast<std::size_t>(to - 1);
+    const auto& records = impl->batch->records();
+    // Matches mostly arrive in ascending order: try the last record before a binary search.
+    std::size_t r = impl->last_record;
+    const RecordMeta& m = records[r];
+    if (!(pos >= m.text_begin && pos <= static_cast<std::size_t>(m.text_begin) + m.text_size)) {
+      r = impl->batch->record_at(pos);
+      impl->last_record = r;
+      // Ended in a blank line between two records: it belongs to no record.
+      if (pos > static_cast<std::size_t>(records[r].text_begin) + records[r].text_size) return 0;
+    }
+    impl->candidates.push_back({static_cast<std::uint32_t>(r), id});
+    return 0;
   }
-  impl->candidates.push_back({static_cast<std::uint32_t>(r), id});
-  return 0;
-}
-}  // namespace
+};
 
 Scanner::Scanner(std::shared_ptr<const CompiledRules> rules) : impl_(std::make_unique<Impl>()) {
   impl_->rules = std::move(rules);
   hs_scratch_t* scratch = nullptr;
-  if (hs_alloc_scratch(impl_->rules->impl().db.get(), &scratch) != HS_SUCCESS) {
+  if (hs_alloc_scratch(impl_->rules->impl_->db.get(), &scratch) != HS_SUCCESS) {
     throw std::runtime_error("cannot allocate Hyperscan scratch space");
   }
   impl_->scratch.reset(scratch);
@@ -279,7 +271,7 @@ const ScanStats& Scanner::stats() const { return impl_->stats; }
 void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out) {
   if (batch.empty()) return;
   Impl& s = *impl_;
-  const auto& compiled = s.rules->impl();
+  const auto& compiled = *s.rules->impl_;
   s.candidates.clear();
   s.batch = &batch;
   s.last_record = 0;
@@ -290,7 +282,7 @@ void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out) {
     const RecordBatch::Span span = batch.span(k);
     s.span_offset = span.offset;
     hs_error_t rc = hs_scan(compiled.db.get(), span.bytes.data(), static_cast<unsigned>(span.bytes.size()), 0,
-                            s.scratch.get(), on_match, &s);
+                            s.scratch.get(), Impl::on_match, &s);
     if (rc != HS_SUCCESS) spdlog::error("hs_scan failed with code {}", rc);
   }
   if (s.candidates.empty()) return;

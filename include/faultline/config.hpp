@@ -1,7 +1,8 @@
 // config: the daemon's one YAML file (reference: docs/config.md), decoded once into typed structs. Every problem —
 // unknown key, wrong type, bad duration or size, bad enum value — is reported with its 1-based file:line:column, all
 // of them at once, and nothing starts. Also: the built-in defaults (no config file) and rule overrides.
-// Plain values; the functions are thread-safe (they read the file and the environment, nothing else).
+// Plain values; the functions are thread-safe (they read the file and the environment, nothing else). Includes no
+// metrics or HTTP headers: a sink's configuration is sink_config.hpp, not sinks.hpp.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +14,7 @@
 #include "faultline/decode.hpp"
 #include "faultline/pipeline.hpp"
 #include "faultline/rules.hpp"
-#include "faultline/sinks.hpp"
+#include "faultline/sink_config.hpp"
 #include "faultline/tail.hpp"
 #include "faultline/types.hpp"
 
@@ -68,7 +69,6 @@ struct Config {
   Duration shutdown_timeout = std::chrono::seconds(10);  // for sinks to flush at SIGTERM
   ServerSettings server;
   std::vector<SinkConfig> sinks;        // webhooks (json, alertmanager)
-  std::vector<Position> sink_positions; // of each entry of `sinks`, for messages
   RedactionOptions redaction;
   std::size_t queue_capacity = 1024;    // incidents waiting for the sinks before reading pauses
   std::size_t max_incidents = 1000;     // kept for the API

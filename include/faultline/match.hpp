@@ -61,10 +61,9 @@ class CompiledRules {
   const EventPattern& event(EventRef ref) const { return rules_.rules[ref.rule].events[ref.event]; }
   std::size_t pattern_count() const;
 
-  struct Impl;
-  const Impl& impl() const { return *impl_; }
-
  private:
+  struct Impl;  // the Hyperscan database and the per-expression tables (match.cpp)
+  friend class Scanner;
   friend CompileResult compile_rules(RuleSet, const CompileOptions&);
   CompiledRules(RuleSet rules, std::unique_ptr<Impl> impl);
   RuleSet rules_;
@@ -93,9 +92,8 @@ class Scanner {
   const std::shared_ptr<const CompiledRules>& shared_rules() const;
   const ScanStats& stats() const;
 
-  struct Impl;  // implementation detail (the Hyperscan callback reaches it)
-
  private:
+  struct Impl;  // scratch, stats and the per-scan state the Hyperscan callback fills (match.cpp)
   std::unique_ptr<Impl> impl_;
 };
 

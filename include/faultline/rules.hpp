@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "faultline/types.hpp"
@@ -123,11 +124,24 @@ struct Rule {
 
   const EventPattern* find_event(std::string_view name) const;
   int event_index(std::string_view name) const;  // -1 when unknown
+  // Builds the by-name index the two lookups above use (the loader does, once per rule). A lookup checks the event
+  // the index names and scans `events` when it is not there, so a rule changed after indexing stays correct.
+  void index_events();
+
+ private:
+  std::vector<std::pair<std::string, std::uint32_t>> events_by_name_;  // sorted by name
 };
 
 struct RuleSet {
   std::vector<Rule> rules;
   const Rule* find(std::string_view id) const;
+  // Builds the by-id index `find` uses and each rule's event index: the loader, apply_rule_overrides and
+  // compile_rules do, once per set. Like Rule's, a lookup the index cannot answer scans, so a stale index is slow,
+  // never wrong.
+  void build_index();
+
+ private:
+  std::vector<std::pair<std::string, std::uint32_t>> rules_by_id_;  // sorted by id
 };
 
 struct LoadResult {

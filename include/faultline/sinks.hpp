@@ -24,6 +24,7 @@
 #include "faultline/incident.hpp"
 #include "faultline/metrics.hpp"
 #include "faultline/server.hpp"
+#include "faultline/sink_config.hpp"
 #include "faultline/types.hpp"
 
 namespace faultline {
@@ -31,44 +32,7 @@ namespace faultline {
 struct RuleSet;
 
 // ---------------------------------------------------------------------------------------------------------------
-// Sink configuration (filled by the config loader from YAML `sinks:` or by sink_from_url for --webhook/--alertmanager)
-
-enum class WebhookFormat : std::uint8_t { json, alertmanager };
-std::string_view to_string(WebhookFormat format);
-std::optional<WebhookFormat> parse_webhook_format(std::string_view text);  // "json" | "alertmanager"
-
-struct TlsOptions {
-  std::string ca_file;           // PEM bundle to trust; empty: the system's default trust store
-  bool verify = true;            // verify the peer's certificate chain and host name
-  std::string client_cert_file;  // optional client certificate (PEM) ...
-  std::string client_key_file;   // ... and its key
-  std::string server_name;       // SNI and the name verified; empty: the URL's host
-};
-
-struct SinkConfig {
-  std::string name;  // [A-Za-z0-9_.-]{1,64}; the `sink` label and the spool directory name
-  std::string url;   // http:// or https://; for alertmanager the base URL (/api/v2/alerts is appended unless present)
-  WebhookFormat format = WebhookFormat::json;
-  std::vector<std::pair<std::string, std::string>> headers;  // extra request headers
-  Duration timeout = std::chrono::seconds(10);               // for one whole attempt: resolve, connect, TLS, send, read
-  Severity min_severity = Severity::info;
-  std::vector<std::string> rules;        // only these rule ids; empty: every rule
-  bool send_caused_by = false;           // also send incidents explained by a root cause (caused_by set)
-  bool send_resolved = true;             // send the resolving revision
-  std::string bearer_token_file;         // `Authorization: Bearer <file content>`; re-read at every attempt
-  std::string hmac_secret_file;          // json: Standard Webhooks secret, "whsec_<base64>" (raw bytes otherwise)
-  TlsOptions tls;
-  Duration resend_interval = std::chrono::minutes(1);  // alertmanager: re-post firing alerts this often
-  // Spool bounds: beyond max_bytes the oldest pending deliveries are dropped; older than max_age likewise.
-  std::uint64_t spool_max_bytes = 64ull << 20;
-  Duration spool_max_age = std::chrono::hours(24);
-  // Retry backoff: initial * 2^n, capped, with ±20% jitter.
-  Duration backoff_initial = std::chrono::seconds(1);
-  Duration backoff_max = std::chrono::minutes(5);
-};
-
-// Every problem with a sink, one message each (empty: valid). Files are checked for readability.
-std::vector<std::string> validate_sink(const SinkConfig& sink);
+// Sink configuration: SinkConfig, TlsOptions, WebhookFormat and validate_sink are in sink_config.hpp.
 
 // For `--webhook URL` and `--alertmanager URL`: a sink named `name` (default "webhook" / "alertmanager") with
 // defaults. Returns nullopt and sets `error` for a URL that is not http(s)://host[:port][/path].
@@ -86,12 +50,7 @@ std::optional<ParsedUrl> parse_url(std::string_view url, std::string* error = nu
 // ---------------------------------------------------------------------------------------------------------------
 // Redaction and caps, applied once to every incident before it is stored, served or sent.
 
-struct RedactionOptions {
-  bool defaults = true;                 // mask bearer tokens, sk-/hf_/ghp_/AKIA keys, key=value secrets, URL passwords
-  std::vector<std::string> patterns;    // more RE2 patterns: group 1 (or the whole match) becomes [REDACTED]
-  std::size_t max_evidence_lines = kMaxEvidenceLines;
-  std::size_t max_line_bytes = kMaxEvidenceText;
-};
+// RedactionOptions is in sink_config.hpp.
 
 class Redactor {
  public:

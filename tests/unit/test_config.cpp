@@ -171,7 +171,15 @@ sinks:
   CHECK(c.sinks[0].min_severity == Severity::warning);
   CHECK(c.sinks[0].timeout == std::chrono::seconds(3));
   CHECK(!c.sinks[0].tls.verify);
-  CHECK(c.sink_positions.at(0).line == 46);
+}
+
+TEST_CASE("a sink's problems are reported at its own entry, whichever entry it is") {
+  // Replaces Config::sink_positions: the position travels with the diagnostic, not beside the sinks.
+  auto r = load("listen: a:1\nsinks:\n  - name: good\n    url: http://a\n  - name: bad\n    url: ftp://x\n");
+  CHECK(!r.ok());
+  CHECK(has_error_at(r, 5, 5, "sinks[1]: "));
+  CHECK(!has_error_at(r, 3, 5, "sinks[0]"));
+  REQUIRE(r.config.sinks.size() == 2);
 }
 
 TEST_CASE("unknown keys are errors at the key, at every level") {
@@ -190,6 +198,30 @@ TEST_CASE("unknown keys are errors at the key, at every level") {
 
 TEST_CASE("duplicate keys are errors") {
   CHECK(has_error_at(load("listen: a:1\nlisten: b:2\n"), 2, 1, "duplicate key 'listen'"));
+}
+
+TEST_CASE("a repeated key in any mapping names both positions") {
+  CHECK(only_error(load("listen: a:1\nlisten: b:2\n")) == "2:1: duplicate key 'listen' (first at cfg.yaml:1:1)");
+  CHECK(only_error(load("tail:\n  inotify: true\n  inotify: false\n")) ==
+        "3:3: duplicate key 'inotify' (first at cfg.yaml:2:3)");
+  CHECK(only_error(load("sources:\n  - paths: [a]\n    labels: {team: x, team: y}\n")) ==
+        "3:23: duplicate key 'team' (first at cfg.yaml:3:14)");
+  CHECK(only_error(load("rules:\n  overrides:\n    a: {enabled: false}\n    a: {enabled: true}\n")) ==
+        "4:5: duplicate key 'a' (first at cfg.yaml:3:5)");
+  // The first value is not silently kept: nothing starts.
+  CHECK(!load("sinks:\n  - url: http://a\n    url: http://b\n").ok());
+}
+
+TEST_CASE("booleans are true or false; YAML 1.1's yes/no/on/off are rejected by name") {
+  CHECK(load("rules:\n  watch: false\n").ok());
+  CHECK(!load("rules:\n  watch: false\n").config.rules.watch);
+  for (const char* word : {"yes", "no", "on", "off", "TRUE"}) {
+    auto r = load(std::string("rules:\n  watch: ") + word + "\n");
+    INFO(word);
+    CHECK(has_error_at(r, 2, 10, std::string("rules.watch: expected true or false, got '") + word + "'"));
+    CHECK(has_error_at(r, 2, 10, "yes/no/on/off"));
+  }
+  CHECK(!has_error_at(load("rules:\n  watch: maybe\n"), 2, 10, "yes/no/on/off"));
 }
 
 TEST_CASE("wrong types are errors at the value") {

@@ -190,3 +190,31 @@ TEST_CASE("a compiled database is cached and reused", "[match]") {
   CHECK_FALSE(third.info.from_cache);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("the compiled-database cache is written whole: one file, no temporary left beside it", "[match]") {
+  auto dir = std::filesystem::temp_directory_path() / ("faultline-cache-atomic-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  auto first = compile_rules(load_rules_from_string(kRules, "r.yaml").rules, CompileOptions{(dir / "sub").string()});
+  REQUIRE(first.rules);
+  std::vector<std::string> names;
+  for (auto& f : std::filesystem::directory_iterator(dir / "sub")) names.push_back(f.path().filename().string());
+  REQUIRE(names.size() == 1);
+  CHECK(names[0].rfind("rules-", 0) == 0);
+  CHECK(names[0].size() > 5);
+  CHECK(names[0].substr(names[0].size() - 5) == ".hsdb");
+  auto again = compile_rules(load_rules_from_string(kRules, "r.yaml").rules, CompileOptions{(dir / "sub").string()});
+  CHECK(again.info.from_cache);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a compiled rule set's lookups by id and event name answer from its index", "[match]") {
+  auto result = compile_rules(load_rules_from_string(kRules, "r.yaml").rules);
+  REQUIRE(result.rules);
+  const RuleSet& set = result.rules->rule_set();
+  for (std::size_t i = 0; i < set.rules.size(); ++i) {
+    CHECK(set.find(set.rules[i].id) == &set.rules[i]);
+    for (std::size_t e = 0; e < set.rules[i].events.size(); ++e) {
+      CHECK(set.rules[i].event_index(set.rules[i].events[e].name) == static_cast<int>(e));
+    }
+  }
+}

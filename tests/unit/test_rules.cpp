@@ -179,3 +179,107 @@ TEST_CASE("the content hash ignores tests but not behaviour", "[rules]") {
   CHECK(a.rules.rules[0].content_hash == b.rules.rules[0].content_hash);
   CHECK(a.rules.rules[0].content_hash != c.rules.rules[0].content_hash);
 }
+
+TEST_CASE("a repeated key is an error at the repetition naming the first, in any mapping", "[rules]") {
+  auto r = load_rules_from_string(R"(id: dup
+title: t
+severity: info
+events:
+  e:
+    regex: 'x'
+    caseless: true
+    caseless: false
+title: again
+)", "dup.yaml");
+  INFO(dump(r));
+  CHECK_FALSE(r.ok());
+  CHECK(has_error(r, "dup.yaml:8:5", "duplicate key 'caseless' (first at dup.yaml:7:5)"));
+  CHECK(has_error(r, "dup.yaml:9:1", "duplicate key 'title' (first at dup.yaml:2:1)"));
+  // A repeated event name is a repeated key too, and so is one inside a test's expectations.
+  auto events = load_rules_from_string("id: e\ntitle: t\nseverity: info\nevents:\n  a: 'x'\n  a: 'y'\nsequence: [a]\n",
+                                       "ev.yaml");
+  CHECK(has_error(events, "ev.yaml:6:3", "duplicate key 'a' (first at ev.yaml:5:3)"));
+  auto expect = load_rules_from_string(
+      "id: t\ntitle: t\nseverity: info\nevents: {e: 'x'}\ntests:\n  - lines: 'x'\n"
+      "    expect: [{fields: {k: a, k: b}}]\n",
+      "t.yaml");
+  CHECK(has_error(expect, "t.yaml:7:30", "duplicate key 'k' (first at t.yaml:7:24)"));
+}
+
+TEST_CASE("booleans are true or false; YAML 1.1's yes/no/on/off are rejected by name", "[rules]") {
+  auto rule = [](const std::string& value) {
+    return load_rules_from_string("id: b\ntitle: t\nseverity: info\nevents:\n  e: {regex: 'x', caseless: " + value +
+                                      "}\n",
+                                  "b.yaml");
+  };
+  REQUIRE(rule("true").ok());
+  CHECK(rule("true").rules.rules[0].events[0].caseless);
+  CHECK_FALSE(rule("false").rules.rules[0].events[0].caseless);
+  for (const char* word : {"yes", "no", "on", "off", "True"}) {
+    auto r = rule(word);
+    INFO(word << "\n" << dump(r));
+    CHECK(has_error(r, "b.yaml:5:29", std::string("caseless: expected true or false, got '") + word + "'"));
+    CHECK(has_error(r, "b.yaml:5:29", "yes/no/on/off"));
+  }
+  CHECK(has_error(rule("maybe"), "b.yaml:5:29", "expected true or false, got 'maybe'"));
+}
+
+TEST_CASE("integers: one parser, one range message", "[rules]") {
+  auto rule = [](const std::string& priority) {
+    return load_rules_from_string("id: p\ntitle: t\nseverity: info\npriority: " + priority + "\nevents: {e: 'x'}\n",
+                                  "p.yaml");
+  };
+  CHECK(rule("-1000").ok());
+  CHECK(rule("-1000").rules.rules[0].priority == -1000);
+  CHECK(has_error(rule("1001"), "p.yaml:4:11", "priority: must be at most 1000"));
+  CHECK(has_error(rule("-1001"), "p.yaml:4:11", "priority: must be at least -1000"));
+  CHECK(has_error(rule("high"), "p.yaml:4:11", "priority: expected a whole number, got 'high'"));
+  CHECK(has_error(rule("1.5"), "p.yaml:4:11", "expected a whole number"));
+}
+
+TEST_CASE("every shipped rule file loads on its own, and the catalog as a whole", "[rules]") {
+  std::size_t files = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(FAULTLINE_SOURCE_RULES_DIR)) {
+    auto ext = entry.path().extension();
+    if (!entry.is_regular_file() || (ext != ".yaml" && ext != ".yml")) continue;
+    if (entry.path().string().find("/tests/") != std::string::npos) continue;  // fixtures, not rules
+    auto r = load_rules({entry.path().string()});
+    INFO(entry.path().string() << "\n" << dump(r));
+    CHECK(r.ok());
+    CHECK(r.diagnostics.empty());
+    ++files;
+  }
+  CHECK(files > 10);
+  auto all = load_rules({FAULTLINE_SOURCE_RULES_DIR});
+  INFO(dump(all));
+  CHECK(all.ok());
+}
+
+TEST_CASE("lookups by id and event name use the index and stay right when the set changes", "[rules]") {
+  auto r = load_rules_from_string(R"(
+- {id: a, title: t, severity: info, events: {x: 'x', y: 'y'}, sequence: [x, y]}
+- {id: b, title: t, severity: info, events: {z: 'z'}}
+)", "ix.yaml");
+  REQUIRE(r.ok());
+  RuleSet set = r.rules;
+  REQUIRE(set.find("b") == &set.rules[1]);
+  CHECK(set.find("a")->event_index("y") == 1);
+  CHECK(set.find("a")->find_event("x") == &set.rules[0].events[0]);
+  CHECK(set.find("a")->event_index("z") == -1);
+  CHECK(set.find("c") == nullptr);
+  // Changed after indexing: the stale index is checked, never trusted.
+  set.rules.erase(set.rules.begin());
+  CHECK(set.find("a") == nullptr);
+  REQUIRE(set.find("b") == &set.rules[0]);
+  Rule added;
+  added.id = "c";
+  EventPattern e;
+  e.name = "w";
+  added.events.push_back(e);
+  set.rules.push_back(added);
+  CHECK(set.find("c") == &set.rules[1]);
+  CHECK(set.find("c")->event_index("w") == 0);
+  set.build_index();
+  CHECK(set.find("c") == &set.rules[1]);
+  CHECK(set.find("b")->event_index("z") == 0);
+}

@@ -1,0 +1,299 @@
+// The shared YAML reader: positions, the scalar dialect and the checks every mapping gets (see yaml_reader.hpp).
+#include "common/yaml_reader.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cctype>
+#include <map>
+#include <set>
+#include <utility>
+
+namespace faultline::yaml {
+
+Position position_of(std::string_view file, const YAML::Mark& mark) {
+  Position p;
+  p.file = std::string(file);
+  if (mark.is_null()) return p;
+  p.line = mark.line >= 0 ? static_cast<std::uint32_t>(mark.line) + 1 : 0;
+  p.column = mark.column >= 0 ? static_cast<std::uint32_t>(mark.column) + 1 : 0;
+  return p;
+}
+
+std::string_view kind_name(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Scalar: return "a scalar";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a mapping";
+    default: return "nothing";
+  }
+}
+
+std::optional<bool> parse_boolean(std::string_view text) {
+  if (text == "true") return true;
+  if (text == "false") return false;
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> parse_integer(std::string_view text) {
+  std::int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+namespace {
+
+// A spelling someone may have meant as a boolean: YAML 1.1 words and capitalised forms.
+bool looks_boolean(std::string_view text) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  static constexpr std::string_view kWords[] = {"true", "false", "yes", "no", "on", "off", "y", "n"};
+  return std::find(std::begin(kWords), std::end(kWords), lower) != std::end(kWords);
+}
+
+bool all_digits(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+}  // namespace
+
+void Reader::error(const YAML::Node& node, std::string message) { error_at(pos(node), std::move(message)); }
+
+void Reader::error_at(const Position& pos, std::string message) {
+  diags_.push_back(Diagnostic{Diagnostic::Kind::error, pos, std::move(message)});
+}
+
+void Reader::warning(const YAML::Node& node, std::string message) {
+  diags_.push_back(Diagnostic{Diagnostic::Kind::warning, pos(node), std::move(message)});
+}
+
+bool Reader::errors_since(std::size_t mark) const {
+  return std::any_of(diags_.begin() + static_cast<std::ptrdiff_t>(mark), diags_.end(),
+                     [](const Diagnostic& d) { return d.kind == Diagnostic::Kind::error; });
+}
+
+std::optional<YAML::Node> Reader::load(std::string_view text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    error_at(position_of(file_, e.mark), e.msg);
+    return std::nullopt;
+  }
+  check_duplicates(root, 0);
+  return root;
+}
+
+std::optional<std::vector<YAML::Node>> Reader::load_all(std::string_view text) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(std::string(text));
+  } catch (const YAML::Exception& e) {
+    error_at(position_of(file_, e.mark), e.msg);
+    return std::nullopt;
+  }
+  for (const auto& doc : docs) check_duplicates(doc, 0);
+  return docs;
+}
+
+void Reader::check_duplicates(const YAML::Node& node, int depth) {
+  if (depth > 64) return;  // an alias cycle or a silly nesting: nothing left to learn
+  if (node.IsSequence()) {
+    for (const auto& item : node) check_duplicates(item, depth + 1);
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::map<std::string, Position, std::less<>> first;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const YAML::Node key = it->first;  // copies: the iterator yields a temporary
+    const YAML::Node value = it->second;
+    if (key.IsScalar()) {
+      auto [at, inserted] = first.emplace(key.Scalar(), pos(key));
+      if (!inserted) error(key, "duplicate key '" + key.Scalar() + "' (first at " + at->second.str() + ")");
+    }
+    check_duplicates(value, depth + 1);
+  }
+}
+
+bool Reader::mapping(const YAML::Node& node, std::string_view where, const std::vector<Field>& fields) {
+  if (node.IsNull()) return true;
+  if (!node.IsMap()) {
+    error(node, std::string(where) + ": expected a mapping, got " + std::string(kind_name(node)));
+    return false;
+  }
+  std::set<std::string, std::less<>> seen;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const YAML::Node key = it->first;  // a copy: the iterator yields a temporary
+    if (!key.IsScalar()) {
+      error(key, std::string(where) + ": keys must be strings");
+      continue;
+    }
+    const std::string& name = key.Scalar();
+    if (!seen.insert(name).second) continue;  // a duplicate, reported when the document was loaded
+    auto f = std::find_if(fields.begin(), fields.end(), [&](const Field& x) { return x.key == name; });
+    if (f == fields.end()) {
+      std::string known;
+      for (const auto& x : fields) known += (known.empty() ? "" : ", ") + std::string(x.key);
+      error(key, std::string(where) + ": unknown key '" + name + "' (known: " + known + ")");
+      continue;
+    }
+    f->visit(it->second);
+  }
+  return true;
+}
+
+void Reader::check_keys(const YAML::Node& node, std::initializer_list<std::string_view> known,
+                        std::string_view where) {
+  if (!node.IsMap()) return;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const YAML::Node key = it->first;
+    if (!key.IsScalar()) {
+      error(key, std::string(where) + ": keys must be strings");
+      continue;
+    }
+    if (std::find(known.begin(), known.end(), key.Scalar()) != known.end()) continue;
+    std::string list;
+    for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+    error(key, std::string(where) + ": unknown key '" + key.Scalar() + "' (known: " + list + ")");
+  }
+}
+
+bool Reader::scalar(const YAML::Node& node, std::string_view what) {
+  if (node.IsScalar()) return true;
+  error(node, std::string(what) + ": expected a scalar, got " + std::string(kind_name(node)));
+  return false;
+}
+
+bool Reader::string(const YAML::Node& node, std::string& out, std::string_view what) {
+  if (!scalar(node, what)) return false;
+  out = node.Scalar();
+  return true;
+}
+
+bool Reader::boolean(const YAML::Node& node, bool& out, std::string_view what) {
+  if (!scalar(node, what)) return false;
+  const std::string& s = node.Scalar();
+  if (auto b = parse_boolean(s)) {
+    out = *b;
+    return true;
+  }
+  std::string message = std::string(what) + ": expected true or false, got '" + s + "'";
+  if (looks_boolean(s)) message += " (only the lowercase words true and false are booleans here, not YAML 1.1's yes/no/on/off)";
+  error(node, std::move(message));
+  return false;
+}
+
+bool Reader::integer_in(const YAML::Node& node, std::int64_t& out, std::string_view what, std::int64_t min,
+                        std::int64_t max) {
+  if (!scalar(node, what)) return false;
+  const std::string& s = node.Scalar();
+  auto v = parse_integer(s);
+  // A negative number where none can be is not a whole number; so is one too long to hold.
+  if (!v || (min >= 0 && s.front() == '-')) {
+    if (all_digits(s)) {
+      error(node, std::string(what) + ": must be at most " + std::to_string(max));
+    } else {
+      error(node, std::string(what) + ": expected a whole number, got '" + s + "'");
+    }
+    return false;
+  }
+  if (*v < min) {
+    error(node, std::string(what) + ": must be at least " + std::to_string(min));
+    return false;
+  }
+  if (*v > max) {
+    error(node, std::string(what) + ": must be at most " + std::to_string(max));
+    return false;
+  }
+  out = *v;
+  return true;
+}
+
+bool Reader::duration(const YAML::Node& node, Duration& out, std::string_view what, Zero zero) {
+  if (!scalar(node, what)) return false;
+  auto d = parse_duration(node.Scalar());
+  if (!d) {
+    error(node, std::string(what) + ": bad duration '" + node.Scalar() + "' (e.g. 250ms, 5s, 10m, 1h30m)");
+    return false;
+  }
+  if (zero == Zero::rejected && d->count() == 0) {
+    error(node, std::string(what) + ": must be longer than 0s");
+    return false;
+  }
+  out = *d;
+  return true;
+}
+
+bool Reader::strings(const YAML::Node& node, std::vector<std::string>& out, std::string_view what, Empty empty) {
+  if (node.IsNull() && empty == Empty::allowed) {
+    out.clear();
+    return true;
+  }
+  if (node.IsScalar()) {
+    out = {node.Scalar()};
+    return true;
+  }
+  if (!node.IsSequence()) {
+    error(node, std::string(what) + ": expected a list of strings, got " + std::string(kind_name(node)));
+    return false;
+  }
+  std::vector<std::string> items;
+  bool ok = true;
+  for (const auto& item : node) {
+    if (scalar(item, what)) {
+      items.push_back(item.Scalar());
+    } else {
+      ok = false;
+    }
+  }
+  if (ok) out = std::move(items);
+  return ok;
+}
+
+bool Reader::fields(const YAML::Node& node, Fields& out, std::string_view what, Empty empty) {
+  if (node.IsNull() && empty == Empty::allowed) return true;
+  if (!node.IsMap()) {
+    error(node, std::string(what) + ": expected a mapping of names to strings, got " + std::string(kind_name(node)));
+    return false;
+  }
+  bool ok = true;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const YAML::Node key = it->first;
+    const YAML::Node value = it->second;
+    if (!scalar(key, what) || !scalar(value, std::string(what) + "." + key.Scalar())) {
+      ok = false;
+      continue;
+    }
+    set_field(out, key.Scalar(), value.Scalar());
+  }
+  return ok;
+}
+
+Reader::Visit Reader::string(std::string& out, std::string what) {
+  return [this, &out, what = std::move(what)](const YAML::Node& n) { string(n, out, what); };
+}
+
+Reader::Visit Reader::boolean(bool& out, std::string what) {
+  return [this, &out, what = std::move(what)](const YAML::Node& n) { boolean(n, out, what); };
+}
+
+Reader::Visit Reader::optional_boolean(std::optional<bool>& out, std::string what) {
+  return [this, &out, what = std::move(what)](const YAML::Node& n) {
+    bool b = false;
+    if (boolean(n, b, what)) out = b;
+  };
+}
+
+Reader::Visit Reader::duration(Duration& out, std::string what, Zero zero) {
+  return [this, &out, what = std::move(what), zero](const YAML::Node& n) { duration(n, out, what, zero); };
+}
+
+Reader::Visit Reader::strings(std::vector<std::string>& out, std::string what) {
+  return [this, &out, what = std::move(what)](const YAML::Node& n) { strings(n, out, what); };
+}
+
+Reader::Visit Reader::fields(Fields& out, std::string what) {
+  return [this, &out, what = std::move(what)](const YAML::Node& n) { fields(n, out, what); };
+}
+
+}  // namespace faultline::yaml

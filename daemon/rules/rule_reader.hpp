@@ -1,0 +1,57 @@
+// The rule room's YAML reading: a RuleReader turns one rule mapping into the typed model (rule_reader.cpp), reads
+// its tests (loader.cpp) and checks the names inside it (validate.cpp). The scalar dialect, positions and key checks
+// are the core's shared yaml::Reader; this adds the rule vocabulary. Internal to daemon/rules; single-threaded.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/yaml_reader.hpp"
+#include "faultline/rules.hpp"
+
+namespace faultline::rules_detail {
+
+// [a-z0-9]+(-[a-z0-9]+)*: rule ids are label values and API keys.
+bool is_kebab(std::string_view s);
+// [a-z0-9_]+
+bool is_event_name(std::string_view s);
+// Names of the (?P<name>...) groups of a regex, in order.
+std::vector<std::string> capture_names(std::string_view regex);
+
+class RuleReader : public yaml::Reader {
+ public:
+  using yaml::Reader::Reader;
+
+  // Every duration of a rule may be zero ("after: 0s").
+  bool duration(const YAML::Node& node, Duration& out, std::string_view what) {
+    return yaml::Reader::duration(node, out, what, yaml::Zero::allowed);
+  }
+  // In a rule an empty list or mapping is a mistake, not "none".
+  bool string_list(const YAML::Node& node, std::vector<std::string>& out, std::string_view what) {
+    return strings(node, out, what, yaml::Empty::rejected);
+  }
+  bool string_map(const YAML::Node& node, Fields& out, std::string_view what) {
+    return fields(node, out, what, yaml::Empty::rejected);
+  }
+  std::optional<Severity> severity(const YAML::Node& node, std::string_view what);
+
+  // One rule, or nullopt when it has an error (each one is a diagnostic).
+  std::optional<Rule> rule(const YAML::Node& node);
+
+ private:
+  void events(const YAML::Node& node, Rule& rule);
+  void step(const YAML::Node& node, Rule& rule);
+  void key(const YAML::Node& node, Rule& rule);
+  void extent(const YAML::Node& node, Rule& rule);  // tolerance, lifetime, cascade
+  void test(const YAML::Node& node, Rule& rule);
+  void expected(const YAML::Node& node, RuleTest& test);
+  // Names inside the rule that refer to nothing, a sequence without a required step.
+  void validate(const YAML::Node& node, const Rule& rule);
+};
+
+// The rule's definition without its tests, hashed (tests do not change behaviour).
+std::string content_hash(const YAML::Node& rule);
+
+}  // namespace faultline::rules_detail
