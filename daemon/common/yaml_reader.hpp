@@ -76,12 +76,10 @@ class Reader {
   bool scalar(const YAML::Node& node, std::string_view what);
   bool string(const YAML::Node& node, std::string& out, std::string_view what);
   bool boolean(const YAML::Node& node, bool& out, std::string_view what);
+  // A whole number in [min, max]; the bounds default to what `Int` holds (at most INT64_MAX).
   template <typename Int>
-  bool integer(const YAML::Node& node, Int& out, std::string_view what,
-               std::int64_t min = std::numeric_limits<Int>::min(),
-               std::int64_t max = static_cast<std::int64_t>(std::numeric_limits<Int>::max()) < 0
-                                      ? std::numeric_limits<std::int64_t>::max()
-                                      : static_cast<std::int64_t>(std::numeric_limits<Int>::max())) {
+  bool integer(const YAML::Node& node, Int& out, std::string_view what, std::int64_t min = lowest<Int>(),
+               std::int64_t max = highest<Int>()) {
     std::int64_t v = 0;
     if (!integer_in(node, v, what, min, max)) return false;
     out = static_cast<Int>(v);
@@ -124,6 +122,16 @@ class Reader {
   }
 
  private:
+  template <typename Int>
+  static constexpr std::int64_t lowest() {
+    return static_cast<std::int64_t>(std::numeric_limits<Int>::min());
+  }
+  template <typename Int>
+  static constexpr std::int64_t highest() {
+    constexpr auto max = std::numeric_limits<Int>::max();
+    return max > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ? std::numeric_limits<std::int64_t>::max()
+                                                                                   : static_cast<std::int64_t>(max);
+  }
   bool integer_in(const YAML::Node& node, std::int64_t& out, std::string_view what, std::int64_t min,
                   std::int64_t max);
   void check_duplicates(const YAML::Node& node, int depth);

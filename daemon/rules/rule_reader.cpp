@@ -220,7 +220,6 @@ std::optional<Rule> RuleReader::rule(const YAML::Node& node) {
     }
   }
   r.content_hash = content_hash(node);
-  r.index_events();
   if (errors_since(before)) return std::nullopt;
   return r;
 }
