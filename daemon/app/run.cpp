@@ -1,6 +1,6 @@
 // `faultline run`: start-up order, the pipeline thread's loop, checkpoints, reload and shutdown.
 //
-// One thread (this one) owns the Tailer and the Pipeline; the outputs run their own io thread and a reload compiles
+// One thread (this one) owns the Tailer and the Pipeline; the server and the sinks run on the io thread and a reload compiles
 // on a short-lived thread. Signals are blocked everywhere and read from a signalfd in the loop, so no work happens in
 // a signal handler.
 //
@@ -35,9 +35,11 @@
 #include <unordered_set>
 
 #include "faultline/config.hpp"
+#include "faultline/io_thread.hpp"
 #include "faultline/match.hpp"
 #include "faultline/metrics.hpp"
 #include "faultline/pipeline.hpp"
+#include "faultline/server.hpp"
 #include "faultline/sinks.hpp"
 #include "faultline/checkpoint.hpp"
 #include "faultline/tail.hpp"
@@ -409,26 +411,20 @@ class RuleWatcher {
 
 // ---- incidents out ----
 
-// Writes each revision once: to the JSON-lines output and to the outputs (API, webhooks), remembering (id, revision)
-// in the journal until the next checkpoint.
+// Writes each revision once: to the JSON-lines output and to the dispatcher (API, webhooks), remembering
+// (id, revision) in the journal until the next checkpoint.
 class Emitter {
  public:
-  Emitter(std::string output, std::string journal_path, Outputs* outputs)
-      : output_(std::move(output)), journal_path_(std::move(journal_path)), outputs_(outputs) {}
+  Emitter(std::string output, std::string journal_path, Dispatcher* dispatcher)
+      : output_(std::move(output)), journal_path_(std::move(journal_path)), dispatcher_(dispatcher) {}
   ~Emitter() {
-    if (out_fd_ > 1) ::close(out_fd_);
     if (journal_fd_ >= 0) ::close(journal_fd_);
   }
 
   bool open(std::string* error) {
-    if (output_ == "-") {
-      out_fd_ = STDOUT_FILENO;
-    } else if (!output_.empty()) {
-      out_fd_ = ::open(output_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-      if (out_fd_ < 0) {
-        *error = "cannot open output " + output_ + ": " + std::strerror(errno);
-        return false;
-      }
+    if (auto opened = output_.open(); !opened) {
+      *error = opened.error().message;
+      return false;
     }
     if (!journal_path_.empty()) {
       std::ifstream in(journal_path_);
@@ -452,27 +448,19 @@ class Emitter {
       ++suppressed_;
       return;
     }
-    if (out_fd_ >= 0) {
-      std::string line = to_json(inc);
-      line += '\n';
-      if (!write_all(out_fd_, line) && !output_failed_) {
-        output_failed_ = true;
-        spdlog::error("cannot write incidents to {}: {}", output_ == "-" ? "standard output" : output_,
-                      std::strerror(errno));
-      }
-    }
+    (void)output_.deliver(inc);  // a failure is logged once by the sink
     if (journal_fd_ >= 0) {
       std::string line = inc.id + " " + std::to_string(inc.revision) + "\n";
       write_all(journal_fd_, line);
       journal_.insert(std::move(k));
     }
     ++emitted_;
-    if (outputs_) outputs_->submit(inc);
+    if (dispatcher_) dispatcher_->submit(inc);
   }
 
   // After a durable checkpoint: revisions before it cannot come again.
   void checkpointed() {
-    if (out_fd_ > 2) ::fdatasync(out_fd_);
+    output_.sync();
     if (journal_fd_ >= 0 && ::ftruncate(journal_fd_, 0) == 0) journal_.clear();
   }
 
@@ -493,12 +481,10 @@ class Emitter {
     return true;
   }
 
-  std::string output_;
+  JsonLinesSink output_;
   std::string journal_path_;
-  Outputs* outputs_;
-  int out_fd_ = -1;
+  Dispatcher* dispatcher_;
   int journal_fd_ = -1;
-  bool output_failed_ = false;
   std::unordered_set<std::string> journal_;
   std::uint64_t emitted_ = 0;
   std::uint64_t suppressed_ = 0;
@@ -728,7 +714,7 @@ int run_command(int argc, char** argv) {
     }
   }
 
-  // Signals: blocked in every thread (the outputs' and the reloader's threads inherit the mask), read via signalfd.
+  // Signals: blocked in every thread (the io thread and the reloader's thread inherit the mask), read via signalfd.
   sigset_t sigs;
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGINT);
@@ -738,32 +724,64 @@ int run_command(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
   int sig_fd = ::signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
 
-  // Outputs: HTTP server, metrics, incident store, webhooks.
-  OutputsOptions oo;
-  oo.server.listen = config.listen;
-  oo.server.api_token_file = config.server.api_token_file;
-  oo.sinks = config.sinks;
-  oo.state_dir = stateful ? config.state_dir : "";
-  oo.external_url = config.server.external_url;
-  oo.redaction = config.redaction;
-  oo.queue_capacity = config.queue_capacity;
-  oo.max_incidents = config.max_incidents;
-  if (auto problems = validate_outputs(oo); !problems.empty()) {
-    for (const auto& p : problems) spdlog::error("{}", p);
-    return 2;
-  }
-  Outputs outputs(oo);
+  // Serving and delivery: the metrics, the io thread, the incident store, the server, the dispatcher and its sinks.
+  const std::string delivery_dir = stateful ? config.state_dir : "";
+  ServerOptions server_options;
+  server_options.listen = config.listen;
+  server_options.api_token_file = config.server.api_token_file;
+  DispatcherOptions dispatch_options;
+  dispatch_options.redaction = config.redaction;
+  dispatch_options.queue_capacity = config.queue_capacity;
   {
-    std::string error;
-    if (!outputs.start(&error)) {
-      spdlog::error("cannot start the outputs: {}", error);
+    auto problems = validate_server(server_options);
+    for (auto& p : validate_delivery(dispatch_options, config.sinks, delivery_dir)) problems.push_back(std::move(p));
+    if (!problems.empty()) {
+      for (const auto& p : problems) spdlog::error("{}", p);
       return 2;
     }
   }
-  if (!config.listen.empty()) spdlog::info("serving metrics and the API on http://{}", outputs.listen_address());
-  outputs.update_rules(rules.rules->rule_set());
-  outputs.set_ready("rules", true);
-  outputs.metrics().record_reload(true, rules.rules->rule_set().rules.size());
+  SystemClock clock;
+  Metrics metrics;
+  IoThread io;
+  ServerStatus status(delivery_dir);
+  IncidentStore store(config.max_incidents, delivery_dir.empty() ? "" : delivery_dir + "/incidents.jsonl");
+  Dispatcher dispatcher(dispatch_options, io, metrics, store);
+  std::unique_ptr<Server> server;
+  {
+    auto fail = [](const std::string& why) {
+      spdlog::error("cannot start the outputs: {}", why);
+      return 2;
+    };
+    if (auto opened = store.open(); !opened) return fail(opened.error().message);
+    std::string listen_address;
+    if (!config.listen.empty()) {
+      ApiContext api;
+      api.incidents = &store;
+      api.metrics = &metrics;
+      api.version = std::string(faultline_version());
+      use_status(api, status);
+      server = std::make_unique<Server>(server_options, std::move(api), io, metrics);
+      if (auto started = server->start(); !started) return fail(started.error().message);
+      listen_address = server->listen_address();
+    }
+    std::string external = config.server.external_url;
+    if (external.empty() && !listen_address.empty()) external = "http://" + listen_address;
+    while (!external.empty() && external.back() == '/') external.pop_back();
+    WebhookContext sinks{io, metrics, clock, delivery_dir + "/spool", external, std::string(faultline_version()),
+                         &store, config.max_incidents};
+    for (const auto& cfg : config.sinks) {
+      auto sink = make_webhook_sink(cfg, sinks);
+      if (!sink) return fail(sink.error().message);
+      dispatcher.add(std::move(*sink));
+    }
+    if (auto started = dispatcher.start(); !started) return fail(started.error().message);
+    io.start();
+    if (server) spdlog::info("serving metrics and the API on http://{}", listen_address);
+  }
+  metrics.declare_rules(rules.rules->rule_set());
+  status.set_rules(rule_infos(rules.rules->rule_set()));
+  status.set_ready("rules", true);
+  metrics.record_reload(true, rules.rules->rule_set().rules.size());
 
   // Checkpoint of the previous run.
   std::optional<Checkpoint> checkpoint;
@@ -777,12 +795,11 @@ int run_command(int argc, char** argv) {
       spdlog::error("{}; starting without it", read.error().message);
   }
 
-  Emitter emitter(config.output, checkpointing ? config.state_dir + "/emitted.log" : "", &outputs);
+  Emitter emitter(config.output, checkpointing ? config.state_dir + "/emitted.log" : "", &dispatcher);
   {
     std::string error;
     if (!emitter.open(&error)) {
       spdlog::error("{}", error);
-      outputs.stop(Duration{0});
       return 2;
     }
   }
@@ -792,15 +809,14 @@ int run_command(int argc, char** argv) {
     if (auto loaded = pipeline.load_state(checkpoint->correlator_state); !loaded)
       spdlog::error("cannot restore the correlation state: {}", loaded.error().message);
   }
-  auto event_counters = std::make_shared<EventMatchCounters>(outputs.metrics().event_counters(rules.rules->rule_set()));
+  auto event_counters = std::make_shared<EventMatchCounters>(metrics.event_counters(rules.rules->rule_set()));
   pipeline.set_hit_observer([&event_counters](const Hit& hit, const RecordBatch&) {
     auto& per_rule = *event_counters;
     if (hit.event.rule < per_rule.size() && hit.event.event < per_rule[hit.event.rule].size())
       if (auto* c = per_rule[hit.event.rule][hit.event.event]) c->Increment();
   });
 
-  SystemClock clock;
-  PipelineFeeder feeder(pipeline, config, &outputs.metrics(), clock);
+  PipelineFeeder feeder(pipeline, config, &metrics, clock);
   TailOptions topt = config.tail;
   topt.node_name = config.node_name;
   Tailer tailer(topt, clock, feeder);
@@ -835,7 +851,7 @@ int run_command(int argc, char** argv) {
     c.written = clock.now();
     if (auto written = write_checkpoint(config.state_dir, c); written) {
       emitter.checkpointed();
-      outputs.metrics().record_checkpoint();
+      metrics.record_checkpoint();
       ++checkpoints;
       spdlog::debug("checkpoint written ({}): {} file(s)", why, c.positions.files.size());
     } else {
@@ -857,7 +873,7 @@ int run_command(int argc, char** argv) {
   std::uint64_t stories_dropped = 0;
   TailStats last_tail{};
   std::vector<std::pair<std::string, std::uint64_t>> lag_set;  // the lag gauges' values
-  auto& m = outputs.metrics();
+  auto& m = metrics;
 
   // The descriptors to wait on change only when standard input ends.
   std::vector<pollfd> fds;
@@ -865,9 +881,9 @@ int run_command(int argc, char** argv) {
   constexpr std::size_t kSignalFd = 0, kReloaderFd = 1, kWatcherFd = 2;
 
   while (!stop) {
-    // Backpressure: the outputs' queue is full — stop reading (lag grows) rather than drop anything.
-    bool paused = outputs.backpressure();
-    if (paused) outputs.wait_for_space(std::chrono::milliseconds(200));
+    // Backpressure: the dispatcher's queue is full — stop reading (lag grows) rather than drop anything.
+    bool paused = dispatcher.backpressure();
+    if (paused) dispatcher.wait_for_space(std::chrono::milliseconds(200));
 
     if (fds.empty() || fds_stdin_finished != tailer.stdin_finished()) {
       fds_stdin_finished = tailer.stdin_finished();
@@ -920,7 +936,8 @@ int run_command(int argc, char** argv) {
       if (result->rules) {
         pipeline.replace_rules(result->rules);
         *event_counters = m.event_counters(result->rules->rule_set());
-        outputs.update_rules(result->rules->rule_set());
+        m.declare_rules(result->rules->rule_set());
+        status.set_rules(rule_infos(result->rules->rule_set()));
         m.record_reload(true, result->rules->rule_set().rules.size());
         spdlog::info("rules reloaded: {} rule(s) ({:.2f}s)", result->rules->rule_set().rules.size(), result->seconds);
       } else {
@@ -936,7 +953,7 @@ int run_command(int argc, char** argv) {
     more = paused ? true : tailer.poll_once();
     pipeline.drain();
     if (!ready_reported) {
-      outputs.set_ready("sources", true);
+      status.set_ready("sources", true);
       ready_reported = true;
       spdlog::info("following {} file(s) in {} director(ies)", tailer.stats().watched_files,
                    tailer.stats().watched_dirs);
@@ -989,7 +1006,9 @@ int run_command(int argc, char** argv) {
   write_cp("shutdown");
   feeder.harvest_all();
   spdlog::info("stopped: {}", stats_json(pipeline, tailer, emitter));
-  outputs.stop(config.shutdown_timeout);
+  if (server) server->stop();
+  dispatcher.stop(config.shutdown_timeout);
+  io.stop();
   if (lock_fd >= 0) ::close(lock_fd);
   if (sig_fd >= 0) ::close(sig_fd);
   return 0;

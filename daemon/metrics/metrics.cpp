@@ -4,6 +4,7 @@
 
 #include <prometheus/text_serializer.h>
 
+#include <set>
 #include <sstream>
 
 #include "faultline/rules.hpp"
@@ -215,6 +216,19 @@ prometheus::Counter& Metrics::incidents(std::string_view rule, Severity severity
 
 prometheus::Gauge& Metrics::incidents_active(std::string_view rule, Severity severity) {
   return incidents_active_->Add({{"rule", std::string(rule)}, {"severity", sev(severity)}});
+}
+
+void Metrics::declare_rules(const RuleSet& rules) {
+  for (const auto& r : rules.rules) {
+    std::set<Severity> severities{r.severity};
+    for (const auto& step : r.sequence)
+      if (step.severity) severities.insert(*step.severity);
+    for (auto s : severities) {
+      incidents(r.id, s);
+      incidents_active(r.id, s);
+    }
+  }
+  rules_loaded_->Set(static_cast<double>(rules.rules.size()));
 }
 
 void Metrics::record_reload(bool ok, std::size_t rules_loaded) {

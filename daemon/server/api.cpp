@@ -1,14 +1,14 @@
 // Routing and rendering for the HTTP server: plain functions from a request to a response, so they are tested
-// without sockets. Runs on the outputs' io thread (it reads the incident store).
+// without sockets. Runs on the io thread (it reads the incident view).
 #include <openssl/crypto.h>
 
 #include <algorithm>
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "faultline/clock.hpp"
 #include "faultline/metrics.hpp"
 #include "faultline/server.hpp"
-#include "faultline/sinks.hpp"
 
 namespace faultline {
 namespace {
@@ -69,7 +69,8 @@ bool token_ok(std::string_view authorization, const std::string& token) {
 }
 
 // Parses the filters shared by the API and the page. Returns an error message or empty.
-std::string parse_incident_query(const std::vector<std::pair<std::string, std::string>>& params, IncidentQuery& q) {
+std::string parse_incident_query(const std::vector<std::pair<std::string, std::string>>& params, Time now,
+                                 IncidentQuery& q) {
   for (const auto& [k, v] : params) {
     if (k == "rule") {
       for (auto& r : split_list(v)) q.rules.push_back(r);
@@ -88,7 +89,7 @@ std::string parse_incident_query(const std::vector<std::pair<std::string, std::s
       if (auto t = parse_rfc3339(v)) {
         q.since = *t;
       } else if (auto d = parse_duration(v)) {
-        q.since = std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now()) - *d;
+        q.since = now - *d;
       } else {
         return "since must be an RFC 3339 time or a duration such as 15m";
       }
@@ -122,7 +123,7 @@ HttpResponse render_page(const ApiContext& ctx, const IncidentQuery& q) {
   h += "<h1>faultline</h1><p>Recent incidents, newest first. JSON: <a href=\"api/v1/incidents\">/api/v1/incidents</a>"
        " · rules: <a href=\"api/v1/rules\">/api/v1/rules</a> · <a href=\"metrics\">/metrics</a> · version " +
        html_escape(ctx.version) + "</p>";
-  auto items = ctx.store ? ctx.store->query(q) : std::vector<const StoredIncident*>{};
+  auto items = ctx.incidents ? ctx.incidents->query(q) : std::vector<const StoredIncident*>{};
   if (items.empty()) {
     h += "<p>No incidents.</p>";
   } else {
@@ -237,6 +238,7 @@ HttpResponse handle_request(const HttpRequest& request, const ApiContext& ctx, s
   auto params = qpos == std::string_view::npos ? std::vector<std::pair<std::string, std::string>>{}
                                                : parse_query(target.substr(qpos + 1));
   while (path.size() > 1 && path.back() == '/') path.pop_back();
+  const Time now = (ctx.clock ? *ctx.clock : static_cast<const Clock&>(SystemClock::instance())).now();
 
   if (request.method != "GET" && request.method != "HEAD") {
     set_handler("other");
@@ -288,14 +290,14 @@ HttpResponse handle_request(const HttpRequest& request, const ApiContext& ctx, s
   if (path == "/" || path == "/index.html") {
     set_handler("page");
     IncidentQuery q;
-    if (auto err = parse_incident_query(params, q); !err.empty()) return error_response(400, err);
+    if (auto err = parse_incident_query(params, now, q); !err.empty()) return error_response(400, err);
     return render_page(ctx, q);
   }
   if (path == "/api/v1/incidents") {
     set_handler("incidents");
     IncidentQuery q;
-    if (auto err = parse_incident_query(params, q); !err.empty()) return error_response(400, err);
-    auto items = ctx.store ? ctx.store->query(q) : std::vector<const StoredIncident*>{};
+    if (auto err = parse_incident_query(params, now, q); !err.empty()) return error_response(400, err);
+    auto items = ctx.incidents ? ctx.incidents->query(q) : std::vector<const StoredIncident*>{};
     std::string body = "{\"incidents\":[";
     for (std::size_t i = 0; i < items.size(); ++i) {
       if (i) body += ',';
@@ -308,7 +310,7 @@ HttpResponse handle_request(const HttpRequest& request, const ApiContext& ctx, s
   if (path.rfind(one, 0) == 0) {
     set_handler("incident");
     auto id = std::string_view(path).substr(one.size());
-    const auto* s = ctx.store ? ctx.store->find(id) : nullptr;
+    const auto* s = ctx.incidents ? ctx.incidents->find(id) : nullptr;
     if (!s) return error_response(404, "no incident with id '" + std::string(id) + "'");
     return json_response(200, s->json);
   }

@@ -1,4 +1,4 @@
-// The Beast HTTP/1.1 listener: one coroutine per connection on the outputs' io thread. Every read and write has a
+// The Beast HTTP/1.1 listener: one coroutine per connection on the daemon's io thread. Every read and write has a
 // deadline, requests are bounded in size, connections are bounded in number (beyond the bound a new connection is
 // closed at once), keep-alive connections are dropped after an idle timeout.
 #include <utility>  // first: Boost 1.74 Asio under g++ 12 in C++20 needs it
@@ -63,6 +63,7 @@ asio::awaitable<void> session(std::shared_ptr<State> st, tcp::socket socket) {
       }
       break;
     }
+    if (st->closed) break;  // read just before close(): the handler's state may be going away
     auto& req = parser.get();
     HttpRequest r;
     r.method = std::string(req.method_string());

@@ -1,4 +1,4 @@
-// Internal: the Beast listener behind faultline's HTTP server. It runs on an io_context it is given (the outputs' io
+// Internal: the Beast listener behind faultline's HTTP server. It runs on an io_context it is given (the daemon's io
 // thread) and hands each request to a plain handler (handle_request in server.hpp). Not a public header: it names
 // Boost.Asio's io_context, which faultline's public headers never include.
 #pragma once

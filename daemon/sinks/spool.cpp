@@ -1,5 +1,5 @@
-// The per-sink spool: one file per pending delivery, durable before the first attempt (write to a temporary name,
-// fsync, rename, fsync the directory), removed after a 2xx. Bounded in bytes and age; what is shed is reported to the
+// The per-sink spool: one file per pending delivery, durable before the first attempt (write_file_atomic: temporary
+// name, fsync, rename, fsync the directory), removed after a 2xx. Bounded in bytes and age; what is shed is reported to the
 // caller, who counts it.
 #include <dirent.h>
 #include <fcntl.h>
@@ -9,10 +9,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "faultline/durable_file.hpp"
 #include "faultline/sinks.hpp"
 
 namespace faultline {
@@ -20,47 +19,15 @@ namespace {
 
 constexpr int kSpoolVersion = 1;
 
-bool mkdirs(const std::string& dir, std::string* error) {
-  std::string path;
+Result<void> mkdirs(const std::string& dir) {
   std::size_t pos = 0;
   while (pos != std::string::npos) {
     pos = dir.find('/', pos + 1);
-    path = dir.substr(0, pos);
+    std::string path = dir.substr(0, pos);
     if (path.empty()) continue;
-    if (::mkdir(path.c_str(), 0750) != 0 && errno != EEXIST) {
-      if (error) *error = "cannot create " + path + ": " + std::strerror(errno);
-      return false;
-    }
+    if (::mkdir(path.c_str(), 0750) != 0 && errno != EEXIST) return Error::from_errno("cannot create", path);
   }
-  return true;
-}
-
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    auto n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
-
-void fsync_dir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-}
-
-std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return {};
 }
 
 std::string file_name(std::uint64_t seq) {
@@ -89,13 +56,10 @@ bool parse_record(const std::string& text, SpoolEntry& entry, std::string* body)
 Spool::Spool(std::string dir, std::uint64_t max_bytes, Duration max_age)
     : dir_(std::move(dir)), max_bytes_(max_bytes), max_age_(max_age) {}
 
-bool Spool::open(std::string* error, SpoolDrops* drops) {
-  if (!mkdirs(dir_, error)) return false;
+Result<void> Spool::open(SpoolDrops* drops) {
+  if (auto made = mkdirs(dir_); !made) return made.error();
   DIR* d = ::opendir(dir_.c_str());
-  if (!d) {
-    if (error) *error = "cannot open spool " + dir_ + ": " + std::strerror(errno);
-    return false;
-  }
+  if (!d) return Error::from_errno("cannot open spool", dir_);
   entries_.clear();
   ids_.clear();
   bytes_ = 0;
@@ -109,7 +73,7 @@ bool Spool::open(std::string* error, SpoolDrops* drops) {
   std::sort(names.begin(), names.end());
   for (const auto& name : names) {
     std::string path = dir_ + "/" + name;
-    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0) {
+    if (name.find(".tmp") != std::string::npos) {
       ::unlink(path.c_str());  // a write that never completed: it was never acknowledged to anyone
       continue;
     }
@@ -118,7 +82,7 @@ bool Spool::open(std::string* error, SpoolDrops* drops) {
     entry.seq = std::strtoull(name.substr(0, 20).c_str(), nullptr, 10);
     entry.path = path;
     auto text = read_file(path);
-    if (!text || !parse_record(*text, entry, nullptr) || ids_.count(entry.delivery_id)) {
+    if (!text.ok() || !parse_record(*text, entry, nullptr) || ids_.count(entry.delivery_id)) {
       ::unlink(path.c_str());
       if (drops) drops->corrupt.push_back(name);
       continue;
@@ -129,7 +93,7 @@ bool Spool::open(std::string* error, SpoolDrops* drops) {
     next_seq_ = std::max(next_seq_, entry.seq + 1);
     entries_.push_back(std::move(entry));
   }
-  return true;
+  return {};
 }
 
 Spool::PutResult Spool::put(const Incident& incident, std::string_view body, std::int64_t now_ms, SpoolDrops* drops,
@@ -155,22 +119,10 @@ Spool::PutResult Spool::put(const Incident& incident, std::string_view body, std
   entry.created_ms = now_ms;
   entry.bytes = text.size();
 
-  std::string tmp = entry.path + ".tmp";
-  tmp.replace(tmp.size() - 9, 5, "");  // "<seq>.tmp", not "<seq>.json.tmp"
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-  bool ok = fd >= 0 && write_all(fd, text) && ::fsync(fd) == 0;
-  int saved = errno;
-  if (fd >= 0) ::close(fd);
-  if (ok && ::rename(tmp.c_str(), entry.path.c_str()) != 0) {
-    ok = false;
-    saved = errno;
-  }
-  if (!ok) {
-    ::unlink(tmp.c_str());
-    if (error) *error = "cannot write " + entry.path + ": " + std::strerror(saved);
+  if (auto written = write_file_atomic(entry.path, text); !written) {
+    if (error) *error = written.error().message;
     return PutResult::failed;
   }
-  fsync_dir(dir_);
   bytes_ += entry.bytes;
   ids_.insert(entry.delivery_id);
   entries_.push_back(std::move(entry));
@@ -193,7 +145,7 @@ std::optional<std::pair<SpoolEntry, std::string>> Spool::front(SpoolDrops* drops
     std::string body;
     auto text = read_file(entry.path);
     SpoolEntry parsed = entry;
-    if (text && parse_record(*text, parsed, &body)) return std::make_pair(std::move(entry), std::move(body));
+    if (text.ok() && parse_record(*text, parsed, &body)) return std::make_pair(std::move(entry), std::move(body));
     if (drops) drops->corrupt.push_back(entry.path);
     drop_front_to(nullptr);
   }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "faultline/durable_file.hpp"
 #include "faultline/sinks.hpp"
 
 namespace faultline {
@@ -18,8 +19,8 @@ constexpr std::uint64_t kCompactAt = 16ull << 20;  // rewrite the log when it gr
 IncidentStore::IncidentStore(std::size_t capacity, std::string log_path)
     : capacity_(std::max<std::size_t>(capacity, 1)), log_path_(std::move(log_path)) {}
 
-bool IncidentStore::open(std::string* error) {
-  if (log_path_.empty()) return true;
+Result<void> IncidentStore::open() {
+  if (log_path_.empty()) return {};
   std::ifstream in(log_path_);
   if (in) {
     std::string line;
@@ -29,19 +30,36 @@ bool IncidentStore::open(std::string* error) {
       if (!inc) continue;  // a torn last line after a crash; the rest is still good
       auto it = by_id_.find(inc->id);
       if (it != by_id_.end() && it->second.incident.revision >= inc->revision) continue;
+      if (it != by_id_.end()) count(it->second.incident, -1);
       StoredIncident s{*inc, line, next_order_++};
+      count(s.incident, +1);
       by_id_.insert_or_assign(inc->id, std::move(s));
     }
   }
   evict();
   compact_log();
   int fd = ::open(log_path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-  if (fd < 0) {
-    if (error) *error = "cannot open " + log_path_ + ": " + std::strerror(errno);
-    return false;
-  }
+  if (fd < 0) return Error::from_errno("cannot open", log_path_);
   ::close(fd);
-  return true;
+  return {};
+}
+
+void IncidentStore::count(const Incident& incident, int delta) {
+  if (incident.status != IncidentStatus::firing) return;
+  std::lock_guard lock(counts_mutex_);
+  auto& n = firing_counts_[{incident.rule, incident.severity}];  // kept at 0 once seen: its gauge goes back to 0
+  if (delta > 0) ++n;
+  else if (n > 0) --n;
+}
+
+std::vector<std::pair<std::pair<std::string, Severity>, std::size_t>> IncidentStore::firing_counts() const {
+  std::lock_guard lock(counts_mutex_);
+  return {firing_counts_.begin(), firing_counts_.end()};
+}
+
+Result<void> IncidentStore::deliver(const Incident& incident) {
+  accept(incident);
+  return {};
 }
 
 IncidentStore::Accept IncidentStore::accept(const Incident& incident) {
@@ -50,8 +68,10 @@ IncidentStore::Accept IncidentStore::accept(const Incident& incident) {
   if (it != by_id_.end()) {
     if (it->second.incident.revision >= incident.revision) return Accept::duplicate;
     result = Accept::updated;
+    count(it->second.incident, -1);
   }
   StoredIncident s{incident, to_json(incident), next_order_++};
+  count(incident, +1);
   append_log(s.json);
   by_id_.insert_or_assign(incident.id, std::move(s));
   evict();
@@ -75,19 +95,10 @@ void IncidentStore::compact_log() {
   all.reserve(by_id_.size());
   for (const auto& [id, s] : by_id_) all.push_back(&s);
   std::sort(all.begin(), all.end(), [](auto* a, auto* b) { return a->order < b->order; });
-  std::string tmp = log_path_ + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) return;
-    for (auto* s : all) out << s->json << '\n';
-    if (!out) return;
-  }
-  if (::rename(tmp.c_str(), log_path_.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    return;
-  }
-  log_bytes_ = 0;
-  for (auto* s : all) log_bytes_ += s->json.size() + 1;
+  std::string text;
+  for (auto* s : all) text.append(s->json).append("\n");
+  if (!write_file_atomic(log_path_, text)) return;  // the old log stays; it is only longer
+  log_bytes_ = text.size();
 }
 
 void IncidentStore::evict() {
@@ -102,6 +113,7 @@ void IncidentStore::evict() {
       bool vres = victim->second.incident.status == IncidentStatus::resolved;
       if ((resolved && !vres) || (resolved == vres && it->second.order < victim->second.order)) victim = it;
     }
+    count(victim->second.incident, -1);
     by_id_.erase(victim);
   }
 }

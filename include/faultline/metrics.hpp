@@ -91,6 +91,9 @@ class Metrics {
   prometheus::Counter& stories_dropped() { return *stories_dropped_; }
   prometheus::Gauge& incident_queue_length() { return *incident_queue_length_; }
 
+  // The running rule set: faultline_rules_loaded, and the incident series of every severity a rule can raise start
+  // at 0 (so increase() sees a rule's first incident).
+  void declare_rules(const RuleSet& rules);
   // A reload finished: counts it by result; on success also sets the timestamp and the number of rules.
   void record_reload(bool ok, std::size_t rules_loaded = 0);
   // A checkpoint was written now; faultline_checkpoint_age_seconds is computed at scrape time.

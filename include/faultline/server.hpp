@@ -1,25 +1,31 @@
 // server: the HTTP face of the daemon — /metrics, /healthz, /readyz, /api/v1/incidents[/<id>], /api/v1/rules and a
-// small incident page at /. The routing and rendering here are plain functions over plain values (no Boost); the
-// Beast listener that feeds them runs on the outputs' io_context thread (daemon/server/http_server.cpp) and is
-// started by faultline::Outputs (sinks.hpp). handle_request must be called on that thread (it reads the incident
-// store, which belongs to it).
+// small incident page at /. The routing and rendering are plain functions over plain values (handle_request, no
+// Boost); `Server` runs the Beast listener that feeds them on the daemon's io thread (io_thread.hpp). The server reads
+// incidents through an IncidentView and the daemon's readiness and rules through a ServerStatus; it knows nothing of
+// the sinks. handle_request runs on the io thread (the view belongs to it); ServerStatus is thread-safe.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "faultline/incident_view.hpp"
+#include "faultline/result.hpp"
 #include "faultline/types.hpp"
 
 namespace faultline {
 
+class Clock;
+class IoThread;
 class Metrics;
-class IncidentStore;
+struct RuleSet;
 
 struct ServerOptions {
   // host:port to listen on ("127.0.0.1:9464", "[::1]:9464", "0.0.0.0:9464"); port 0 picks a free port; empty: no
@@ -64,16 +70,41 @@ struct ReadinessItem {
   std::string detail;
 };
 
+// The rules of a rule set as the API lists them.
+std::vector<RuleInfo> rule_infos(const RuleSet& rules);
+
+// What the daemon tells the server about itself: readiness per component ("rules", "sources") and the running
+// rules. Thread-safe: the pipeline thread sets, the io thread reads. With a state dir, readiness() also reports
+// whether it is writable (checked at each call).
+class ServerStatus {
+ public:
+  explicit ServerStatus(std::string state_dir = {}) : state_dir_(std::move(state_dir)) {}
+  void set_ready(std::string_view component, bool ok, std::string detail = {});
+  void set_rules(std::vector<RuleInfo> rules);
+  std::vector<ReadinessItem> readiness() const;
+  std::vector<RuleInfo> rules() const;
+
+ private:
+  std::string state_dir_;
+  mutable std::mutex mutex_;
+  std::vector<ReadinessItem> ready_;  // in order of first report
+  std::vector<RuleInfo> rules_;
+};
+
 // What the API reads. All pointers and callbacks are used on the io thread only.
 struct ApiContext {
-  const IncidentStore* store = nullptr;
+  const IncidentView* incidents = nullptr;
   Metrics* metrics = nullptr;
   std::function<std::vector<ReadinessItem>()> readiness;
   std::function<std::vector<RuleInfo>()> rules;
   std::string api_token;     // empty: the API is open
   std::string external_url;  // base for links on the page
   std::string version;
+  const Clock* clock = nullptr;  // "now" for ?since=<duration>; nullptr: the system clock
 };
+
+// Readiness and rules of `status`, read through the context's callbacks. `status` must outlive the context.
+void use_status(ApiContext& context, const ServerStatus& status);
 
 // Routes one request. The handler name used in metrics is returned through `handler` (fixed set of words).
 HttpResponse handle_request(const HttpRequest& request, const ApiContext& context, std::string* handler = nullptr);
@@ -81,5 +112,29 @@ HttpResponse handle_request(const HttpRequest& request, const ApiContext& contex
 // Query string helpers, exposed for tests: percent-decoding and key=value splitting.
 std::string url_decode(std::string_view text);
 std::vector<std::pair<std::string, std::string>> parse_query(std::string_view query);
+
+// Every problem with the options (listen address, token file), one message each.
+std::vector<std::string> validate_server(const ServerOptions& options);
+
+// The HTTP server on the daemon's io thread: binds at start(), serves until stop(). The io thread, the metrics and
+// what the context points at must outlive it.
+class Server {
+ public:
+  Server(ServerOptions options, ApiContext context, IoThread& io, Metrics& metrics);
+  ~Server();  // stop()
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Reads the API token file, binds the listener and starts accepting (before or after the io thread starts).
+  Result<void> start();
+  // The address actually bound, "host:port" (after start).
+  std::string listen_address() const;
+  // Stops accepting and closes every connection; no request is handled after it returns.
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace faultline

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "faultline/incident.hpp"
+#include "faultline/net.hpp"
 #include "faultline/types.hpp"
 
 namespace faultline {
@@ -22,13 +23,6 @@ enum class WebhookFormat : std::uint8_t { json, alertmanager };
 std::string_view to_string(WebhookFormat format);
 std::optional<WebhookFormat> parse_webhook_format(std::string_view text);  // "json" | "alertmanager"
 
-struct TlsOptions {
-  std::string ca_file;           // PEM bundle to trust; empty: the system's default trust store
-  bool verify = true;            // verify the peer's certificate chain and host name
-  std::string client_cert_file;  // optional client certificate (PEM) ...
-  std::string client_key_file;   // ... and its key
-  std::string server_name;       // SNI and the name verified; empty: the URL's host
-};
 
 struct SinkConfig {
   std::string name;  // [A-Za-z0-9_.-]{1,64}; the `sink` label and the spool directory name

@@ -1,18 +1,22 @@
-// sinks: where incidents go once found — the incident store behind the HTTP API, webhook sinks (plain JSON signed the
-// Standard Webhooks way, or Alertmanager v2) with a durable spool, evidence redaction, and `Outputs`, the one object
-// the daemon wires in: it owns the io_context thread that runs the HTTP server, the webhook clients and their timers.
+// sinks: where incidents go once found. A Dispatcher takes each revision from the pipeline thread through one bounded
+// queue and, on the io thread (io_thread.hpp), redacts it once, records it in the IncidentStore (the API's view and
+// the memory of what was seen) and fans it out to isolated Sinks: webhooks (Standard Webhooks JSON or Alertmanager
+// v2, each with a durable spool, its own delivery loop and backoff). The JSON-lines output is a Sink too, written on
+// the caller's thread (the app's journal relies on it being written before it is journalled).
 //
-// Threading: Outputs::submit/backpressure/set_ready/update_rules are thread-safe and meant for the pipeline thread.
-// Everything else in Outputs runs on its own io thread. Spool and IncidentStore are plain single-threaded classes
-// (Outputs uses them on the io thread; tests use them directly).
-//
-// Delivery is at least once: each accepted revision is written (fsync'd) to every matching sink's spool before its
-// first attempt and removed only after a 2xx. Receivers deduplicate on `webhook-id` = "<incident id>-<revision>".
+// Threading: Dispatcher::submit/backpressure/wait_for_space/flush are thread-safe and meant for the pipeline thread;
+// sinks' deliver() runs on the io thread; Spool and IncidentStore are plain single-threaded classes (the store's
+// firing_counts() excepted). Delivery is at least once: each accepted revision is written (fsync'd) to every matching
+// sink's spool before its first attempt and removed only after a 2xx. Receivers deduplicate on `webhook-id` =
+// "<incident id>-<revision>".
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -21,31 +25,30 @@
 #include <utility>
 #include <vector>
 
+#include "faultline/clock.hpp"
 #include "faultline/incident.hpp"
-#include "faultline/metrics.hpp"
-#include "faultline/server.hpp"
+#include "faultline/incident_view.hpp"
+#include "faultline/net.hpp"
+#include "faultline/result.hpp"
 #include "faultline/sink_config.hpp"
 #include "faultline/types.hpp"
 
 namespace faultline {
 
-struct RuleSet;
+class IoThread;
+class Metrics;
 
 // ---------------------------------------------------------------------------------------------------------------
-// Sink configuration: SinkConfig, TlsOptions, WebhookFormat and validate_sink are in sink_config.hpp.
+// Sink configuration: SinkConfig, WebhookFormat and validate_sink are in sink_config.hpp.
 
 // For `--webhook URL` and `--alertmanager URL`: a sink named `name` (default "webhook" / "alertmanager") with
 // defaults. Returns nullopt and sets `error` for a URL that is not http(s)://host[:port][/path].
 std::optional<SinkConfig> sink_from_url(std::string_view url, WebhookFormat format, std::string_view name = {},
                                         std::string* error = nullptr);
 
-struct ParsedUrl {
-  std::string scheme;  // "http" | "https"
-  std::string host;    // without brackets for IPv6
-  std::uint16_t port = 0;
-  std::string target;  // path + query, at least "/"
-};
-std::optional<ParsedUrl> parse_url(std::string_view url, std::string* error = nullptr);
+// Whether a sink takes this revision. `sent_before`: an earlier revision of the incident went to this sink (its
+// resolution then goes too even when filters would now refuse it).
+bool sink_accepts(const SinkConfig& sink, const Incident& incident, bool sent_before);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Redaction and caps, applied once to every incident before it is stored, served or sent.
@@ -81,6 +84,10 @@ std::optional<std::string> base64_decode(std::string_view text);
 // "flashinfer-fmha-unsupported-arch" → "FaultlineFlashinferFmhaUnsupportedArch".
 std::string alertname_for_rule(std::string_view rule);
 
+// An Alertmanager sink's request target: "/api/v2/alerts" appended to the URL's path unless it ends so already
+// (trailing slashes dropped, the query kept).
+std::string alertmanager_alerts_target(std::string_view target);
+
 struct AlertmanagerContext {
   std::string external_url;  // for generatorURL: <external_url>/api/v1/incidents/<id>
   Duration resend_interval = std::chrono::minutes(1);
@@ -90,10 +97,6 @@ struct AlertmanagerContext {
 std::string alertmanager_alert(const Incident& incident, const AlertmanagerContext& context,
                                std::chrono::system_clock::time_point now,
                                std::optional<std::chrono::system_clock::time_point> resolved_at = std::nullopt);
-
-// Whether a sink takes this revision. `sent_before`: an earlier revision of the incident went to this sink (its
-// resolution then goes too even when filters would now refuse it).
-bool sink_accepts(const SinkConfig& sink, const Incident& incident, bool sent_before);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Spool: one directory per sink, one file per pending delivery, written to a temporary name, fsync'd, renamed.
@@ -120,7 +123,7 @@ class Spool {
  public:
   Spool(std::string dir, std::uint64_t max_bytes, Duration max_age);
   // Creates the directory, removes leftover temporaries, indexes existing deliveries (they resume in order).
-  bool open(std::string* error, SpoolDrops* drops = nullptr);
+  Result<void> open(SpoolDrops* drops = nullptr);
 
   enum class PutResult : std::uint8_t { stored, duplicate, failed };
   // Writes one delivery durably. Oldest deliveries beyond max_bytes are dropped (reported in `drops`).
@@ -151,38 +154,89 @@ class Spool {
 };
 
 // ---------------------------------------------------------------------------------------------------------------
+// Sink: one place incidents go. Each is isolated: the dispatcher catches what one throws and counts what one fails,
+// and the others carry on.
+
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual std::string_view name() const = 0;
+  // Whether this sink takes the revision (its filters, and what it took before).
+  virtual bool accepts(const Incident& incident) const = 0;
+  // Takes one revision. A spooling sink has it durable in its spool when this returns (delivery follows on the io
+  // thread); an Error says it could not be taken (already counted by the sink where it has metrics for it).
+  virtual Result<void> deliver(const Incident& incident) = 0;
+  // Called once, from the owner's thread, after the last deliver(): delivers what is pending for up to `grace`,
+  // then lets go (what is left stays spooled for the next start). No io-thread work of the sink remains after it.
+  virtual void stop(Duration grace) = 0;
+  // Looks again at what is due (after the clock moved: a test's ManualClock). Called on the io thread.
+  virtual void poke() {}
+};
+
+// The JSON-lines output (`--output`): one to_json object per revision, to standard output ("-") or appended to a
+// file (created 0644). Written on the calling thread; a write failure is logged once and returned.
+class JsonLinesSink final : public Sink {
+ public:
+  explicit JsonLinesSink(std::string output);
+  ~JsonLinesSink() override;
+  Result<void> open();
+  std::string_view name() const override { return "output"; }
+  bool accepts(const Incident&) const override { return true; }
+  Result<void> deliver(const Incident& incident) override;
+  void stop(Duration grace) override;
+  // Makes what was written durable (a file: fdatasync; standard output: nothing to do).
+  void sync();
+
+ private:
+  std::string output_;
+  int fd_ = -1;
+  bool failed_ = false;
+};
+
+// A webhook sink (json: Standard Webhooks; alertmanager: v2 alerts): a spool under <spool_root>/<name>, one delivery
+// loop on the io thread (oldest first, one deadline per attempt, exponential backoff with jitter, 400/413/422 three
+// times in a row drops the delivery), its metrics under sink=<name>.
+struct WebhookContext {
+  IoThread& io;
+  Metrics& metrics;
+  const Clock& clock;              // wall time: spool ages, webhook-timestamp, alert times; steady: the resend clock
+  std::string spool_root;          // <state_dir>/spool
+  std::string external_url;        // links in alerts (generatorURL)
+  std::string version;             // User-Agent: faultline/<version>
+  const IncidentView* incidents = nullptr;  // alertmanager: the firing incidents it re-sends
+  std::size_t max_incidents = 1000;         // bounds the memory of incidents sent to this sink
+};
+// Opens the spool (pending deliveries resume) and starts the loop (it runs once the io thread runs).
+Result<std::unique_ptr<Sink>> make_webhook_sink(const SinkConfig& config, const WebhookContext& context);
+
+// ---------------------------------------------------------------------------------------------------------------
 // Incident store: the latest revision of recent incidents, for the API and the page, and for deduplication (a
 // revision not newer than the one held is ignored). Optionally persisted as an append-only JSON-lines log that is
 // compacted when it grows; on open the latest revision of each incident is restored.
 
-struct StoredIncident {
-  Incident incident;
-  std::string json;     // to_json(incident)
-  std::uint64_t order;  // grows with every update; newest first in queries
-};
-
-struct IncidentQuery {
-  std::vector<std::string> rules;        // any of these; empty: all
-  std::vector<Severity> severities;      // any of these; empty: all
-  std::optional<Time> since;             // last_seen at or after
-  std::optional<IncidentStatus> status;  // firing | resolved
-  std::size_t limit = 100;
-};
-
-class IncidentStore {
+class IncidentStore final : public Sink, public IncidentView {
  public:
   explicit IncidentStore(std::size_t capacity = 1000, std::string log_path = {});
-  bool open(std::string* error = nullptr);
+  Result<void> open();
 
   enum class Accept : std::uint8_t { added, updated, duplicate };
   Accept accept(const Incident& incident);
 
-  const StoredIncident* find(std::string_view id) const;
-  std::vector<const StoredIncident*> query(const IncidentQuery& query) const;  // newest update first
-  std::vector<const StoredIncident*> firing() const;
+  const StoredIncident* find(std::string_view id) const override;
+  std::vector<const StoredIncident*> query(const IncidentQuery& query) const override;  // newest update first
+  std::vector<const StoredIncident*> firing() const override;
   std::size_t size() const { return by_id_.size(); }
 
+  // Firing incidents per (rule, severity), including pairs now at 0. Thread-safe (read at scrape time).
+  std::vector<std::pair<std::pair<std::string, Severity>, std::size_t>> firing_counts() const;
+
+  std::string_view name() const override { return "store"; }
+  bool accepts(const Incident&) const override { return true; }
+  Result<void> deliver(const Incident& incident) override;
+  void stop(Duration) override {}
+
  private:
+  void count(const Incident& incident, int delta);
   void append_log(const std::string& json);
   void compact_log();
   void evict();
@@ -191,66 +245,63 @@ class IncidentStore {
   std::uint64_t next_order_ = 1;
   std::uint64_t log_bytes_ = 0;
   std::unordered_map<std::string, StoredIncident> by_id_;
+  mutable std::mutex counts_mutex_;
+  std::map<std::pair<std::string, Severity>, std::size_t> firing_counts_;
 };
 
 // ---------------------------------------------------------------------------------------------------------------
-// Outputs: the HTTP server, the incident store and every webhook sink, on one io_context thread.
+// Dispatcher: the pipeline → sinks queue, redaction, and the fan-out.
 
-struct OutputsOptions {
-  ServerOptions server;
-  std::vector<SinkConfig> sinks;
-  // Holds spool/<sink>/ and incidents.jsonl. Required when sinks are configured; empty: nothing persisted.
-  std::string state_dir;
-  // Base URL for links (Alertmanager generatorURL, the page); default "http://<listen address>".
-  std::string external_url;
+struct DispatcherOptions {
   RedactionOptions redaction;
-  // The pipeline → outputs queue. At `queue_capacity` backpressure() turns true and the reader should pause;
-  // submit() blocks only at 4 × queue_capacity (a reader that ignores backpressure), it never drops.
+  // At `queue_capacity` backpressure() turns true and the reader should pause; submit() blocks only at
+  // 4 × queue_capacity (a reader that ignores backpressure), it never drops.
   std::size_t queue_capacity = 1024;
-  std::size_t max_incidents = 1000;  // kept for the API (firing ones are evicted last)
-  std::string version = std::string(faultline_version());
 };
 
-// Every problem with the options (listen address, sinks, redaction patterns, state dir), one message each.
-std::vector<std::string> validate_outputs(const OutputsOptions& options);
+// Every problem with the delivery side (sinks, their state dir, redaction patterns, the queue), one message each.
+std::vector<std::string> validate_delivery(const DispatcherOptions& options, const std::vector<SinkConfig>& sinks,
+                                           const std::string& state_dir);
 
-class Outputs {
+struct SinkStats {
+  std::string name;
+  std::uint64_t delivered = 0;  // revisions taken
+  std::uint64_t failed = 0;     // deliver() returned an Error or threw
+};
+
+class Dispatcher {
  public:
-  explicit Outputs(OutputsOptions options, std::shared_ptr<Metrics> metrics = nullptr);
-  ~Outputs();  // stop() with no grace if still running
-  Outputs(const Outputs&) = delete;
-  Outputs& operator=(const Outputs&) = delete;
+  // Every revision goes to `store` first: one it does not take as new (a replay after a restart) goes to no sink.
+  // faultline_incidents_total counts new incidents; faultline_incidents_active is read from the store at scrape time.
+  // The io thread, the metrics and the store must outlive the dispatcher.
+  Dispatcher(DispatcherOptions options, IoThread& io, Metrics& metrics, IncidentStore& store);
+  ~Dispatcher();  // stop() with no grace if still running
+  Dispatcher(const Dispatcher&) = delete;
+  Dispatcher& operator=(const Dispatcher&) = delete;
 
-  // Binds the listener, opens the store and the spools (pending deliveries resume), starts the io thread.
-  bool start(std::string* error = nullptr);
+  void add(std::unique_ptr<Sink> sink);  // before start()
+  // Compiles the redaction patterns and starts taking revisions.
+  Result<void> start();
 
-  // Thread-safe. Hands one incident revision to the io thread (store, metrics, spools). Returns false only after
-  // stop(). Blocks while the queue is at its hard bound (4 × queue_capacity).
+  // Thread-safe. Hands one revision to the io thread. Returns false before start() and after stop(). Blocks while
+  // the queue is at its hard bound (4 × queue_capacity).
   bool submit(const Incident& incident);
   // True while the queue is at or above queue_capacity: the reader should pause (its lag grows, visibly).
   bool backpressure() const;
   // Waits until the queue is below queue_capacity or `max` passed; returns !backpressure().
   bool wait_for_space(Duration max);
+  // Returns once every revision submitted before the call has been handed to every sink.
+  void flush();
+  // Every sink looks again at what is due (Sink::poke), e.g. after a test moved its clock.
+  void poke();
 
-  // Readiness for /readyz: each component the daemon reports ("rules", "sources") must be ok. The state dir's
-  // writability is checked by /readyz itself when a state dir is set.
-  void set_ready(std::string_view component, bool ok, std::string detail = {});
-  // The running rule set, for /api/v1/rules and faultline_rules_loaded.
-  void update_rules(const RuleSet& rules);
-
-  Metrics& metrics() { return *metrics_; }
-  const std::shared_ptr<Metrics>& shared_metrics() const { return metrics_; }
-  // The address actually bound, "host:port" (after start; empty without a server).
-  std::string listen_address() const;
-
-  // Stops taking incidents, spools what is queued, lets sinks deliver until `grace` passes, then closes everything.
-  // Deliveries still pending stay in the spool for the next start.
+  // Stops taking revisions, hands what is queued to the sinks, then stops each sink within what is left of `grace`.
   void stop(Duration grace = std::chrono::seconds(5));
 
-  struct Impl;
+  std::vector<SinkStats> stats() const;
 
  private:
-  std::shared_ptr<Metrics> metrics_;
+  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,5 +1,5 @@
-// server: routing and rendering (handle_request over plain values) and the live Beast listener started by Outputs
-// (/metrics, /healthz, /readyz, the incident API with its bearer token, the page, limits).
+// server: routing and rendering (handle_request over plain values), ServerStatus, and the live Beast listener on an
+// IoThread (/metrics, /healthz, /readyz, the incident API with its bearer token, the page, limits).
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -7,6 +7,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "faultline/clock.hpp"
+#include "faultline/io_thread.hpp"
+#include "faultline/metrics.hpp"
 #include "faultline/rules.hpp"
 #include "faultline/server.hpp"
 #include "faultline/sinks.hpp"
@@ -44,7 +47,7 @@ struct Api {
     auto c = incident("cccc", "cuda-oom", Severity::info, "2026-03-01T12:00:00Z");
     c.status = IncidentStatus::resolved;
     store.accept(c);
-    ctx.store = &store;
+    ctx.incidents = &store;
     ctx.metrics = &metrics;
     ctx.readiness = [this] { return ready; };
     ctx.rules = [] {
@@ -147,33 +150,95 @@ TEST_CASE("listen addresses and query strings", "[server]") {
   CHECK(q[2].second == "10m");
 }
 
-TEST_CASE("live server: routes, token, readiness, limits", "[server][outputs]") {
+TEST_CASE("?since= a duration counts back from the context's clock", "[server]") {
+  Api api;
+  ManualClock clock(*parse_rfc3339("2026-03-01T12:30:00Z"));
+  api.ctx.clock = &clock;
+  CHECK(api.ids("/api/v1/incidents?since=1h") == std::vector<std::string>{"cccc"});
+  clock.advance(std::chrono::hours(1));
+  CHECK(api.ids("/api/v1/incidents?since=1h") == std::vector<std::string>{});
+}
+
+TEST_CASE("server status: readiness by component, sorted, with the state dir; the rules", "[server]") {
+  char tmpl[] = "/tmp/faultline-status-XXXXXX";
+  std::string dir = ::mkdtemp(tmpl);
+  ServerStatus status(dir);
+  status.set_ready("sources", false, "waiting");
+  status.set_ready("rules", true);
+  status.set_ready("sources", true);
+  auto items = status.readiness();
+  REQUIRE(items.size() == 3);
+  CHECK(items[0].component == "rules");
+  CHECK(items[1].component == "sources");
+  CHECK(items[1].ok);
+  CHECK(items[2].component == "state_dir");
+  CHECK(items[2].ok);
+  fs::remove_all(dir);
+  CHECK_FALSE(status.readiness()[2].ok);
+  RuleSet rs;
+  rs.rules.emplace_back().id = "cuda-oom";
+  status.set_rules(rule_infos(rs));
+  REQUIRE(status.rules().size() == 1);
+  CHECK(status.rules()[0].id == "cuda-oom");
+}
+
+namespace {
+
+// The serving side of the daemon, as `faultline run` wires it.
+struct Serving {
+  explicit Serving(ServerOptions options, std::string state = {})
+      : status(state), store(1000, state.empty() ? "" : state + "/incidents.jsonl"),
+        dispatcher({}, io, metrics, store), server(std::move(options), context(), io, metrics) {}
+  ApiContext context() {
+    ApiContext api;
+    api.incidents = &store;
+    api.metrics = &metrics;
+    use_status(api, status);
+    return api;
+  }
+  Metrics metrics;
+  IoThread io;
+  ServerStatus status;
+  IncidentStore store;
+  Dispatcher dispatcher;
+  Server server;
+};
+
+}  // namespace
+
+TEST_CASE("live server: routes, token, readiness, limits", "[server][live]") {
   char tmpl[] = "/tmp/faultline-server-XXXXXX";
   std::string dir = ::mkdtemp(tmpl);
   std::ofstream(dir + "/token") << "tok-123\n";
-  OutputsOptions o;
-  o.server.listen = "127.0.0.1:0";
-  o.server.api_token_file = dir + "/token";
-  o.server.max_request_bytes = 2048;
-  o.state_dir = dir + "/state";
+  fs::create_directories(dir + "/state");
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.api_token_file = dir + "/token";
+  o.max_request_bytes = 2048;
   {
-    Outputs out(o);
-    std::string err;
-    REQUIRE(out.start(&err));
-    auto port = nettest::port_of(out.listen_address());
+    Serving out(o, dir + "/state");
+    REQUIRE(out.store.open());
+    auto started = out.server.start();
+    INFO((started ? std::string() : started.error().message));
+    REQUIRE(started);
+    REQUIRE(out.dispatcher.start());
+    out.io.start();
+    auto port = nettest::port_of(out.server.listen_address());
     RuleSet rs;
     auto& r = rs.rules.emplace_back();
     r.id = "cuda-oom";
     r.title = "CUDA OOM";
     r.content_hash = "h1";
-    out.update_rules(rs);
-    out.set_ready("rules", true, "1 rule");
-    out.set_ready("sources", false, "waiting");
-    REQUIRE(out.submit(incident("abcd", "cuda-oom", Severity::critical)));
+    out.metrics.declare_rules(rs);
+    out.status.set_rules(rule_infos(rs));
+    out.status.set_ready("rules", true, "1 rule");
+    out.status.set_ready("sources", false, "waiting");
+    REQUIRE(out.dispatcher.submit(incident("abcd", "cuda-oom", Severity::critical)));
+    out.dispatcher.flush();
 
     CHECK(nettest::get(port, "/healthz").status == 200);
     CHECK(nettest::get(port, "/readyz").status == 503);
-    out.set_ready("sources", true);
+    out.status.set_ready("sources", true);
     CHECK(nettest::get(port, "/readyz").status == 200);
     auto m = nettest::get(port, "/metrics");
     CHECK(m.status == 200);
@@ -199,22 +264,25 @@ TEST_CASE("live server: routes, token, readiness, limits", "[server][outputs]") 
     ::close(idle);
     auto metrics = nettest::get(port, "/metrics").body;
     CHECK(metrics.find("faultline_http_requests_total{code=\"401\",handler=\"unauthorized\"} 1") != std::string::npos);
-    out.stop(std::chrono::milliseconds(200));
+    out.server.stop();
+    out.dispatcher.stop(std::chrono::milliseconds(200));
     CHECK(nettest::get(port, "/healthz").status == 0);  // closed
+    out.io.stop();
   }
   fs::remove_all(dir);
 }
 
-TEST_CASE("a port in use is an error at start", "[server][outputs]") {
-  OutputsOptions a;
-  a.server.listen = "127.0.0.1:0";
-  Outputs first(a);
-  REQUIRE(first.start());
-  OutputsOptions b;
-  b.server.listen = first.listen_address();
-  Outputs second(b);
-  std::string err;
-  CHECK_FALSE(second.start(&err));
-  CHECK(err.find("listen") != std::string::npos);
-  first.stop(Duration::zero());
+TEST_CASE("a port in use is an error at start", "[server][live]") {
+  ServerOptions a;
+  a.listen = "127.0.0.1:0";
+  Serving first(a);
+  CHECK(first.server.listen_address().empty());  // not started: nothing bound
+  REQUIRE(first.server.start());
+  ServerOptions b;
+  b.listen = first.server.listen_address();
+  Serving second(b);
+  auto started = second.server.start();
+  REQUIRE_FALSE(started);
+  CHECK(started.error().message.find("listen") != std::string::npos);
+  first.server.stop();
 }

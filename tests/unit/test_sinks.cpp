@@ -1,5 +1,5 @@
-// sinks: payload formats (Standard Webhooks, Alertmanager), redaction, the spool, the incident store, and delivery
-// through Outputs to a loopback receiver (retries, ordering, restart).
+// sinks: payload formats (Standard Webhooks, Alertmanager), redaction, sink filters and configuration, the spool and
+// the incident store. Delivery through the Dispatcher to loopback receivers is in test_sinks_delivery.cpp.
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
@@ -9,8 +9,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "faultline/server.hpp"
 #include "faultline/sinks.hpp"
-#include "net_util.h"
 
 using namespace faultline;
 namespace fs = std::filesystem;
@@ -56,16 +56,6 @@ std::string read_file(const std::string& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = std::chrono::milliseconds(10000)) {
-  auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return pred();
 }
 
 }  // namespace
@@ -238,7 +228,7 @@ TEST_CASE("spool: durable, ordered, deduplicated, resumed", "[sinks]") {
   std::string dir = tmp.path + "/spool/s";
   {
     Spool sp(dir, 1 << 20, std::chrono::hours(1));
-    REQUIRE(sp.open(nullptr));
+    REQUIRE(sp.open());
     CHECK(sp.put(make_incident("aaaa", 1), "body-1", 1000) == Spool::PutResult::stored);
     CHECK(sp.put(make_incident("aaaa", 2), "body-2", 2000) == Spool::PutResult::stored);
     CHECK(sp.put(make_incident("aaaa", 1), "body-1", 3000) == Spool::PutResult::duplicate);
@@ -258,7 +248,7 @@ TEST_CASE("spool: durable, ordered, deduplicated, resumed", "[sinks]") {
   {
     Spool sp(dir, 1 << 20, std::chrono::hours(1));
     SpoolDrops drops;
-    REQUIRE(sp.open(nullptr, &drops));
+    REQUIRE(sp.open(&drops));
     CHECK(drops.corrupt.size() == 1);
     CHECK_FALSE(fs::exists(dir + "/00000000000000000099.tmp"));
     REQUIRE(sp.size() == 1);
@@ -278,7 +268,7 @@ TEST_CASE("spool: durable, ordered, deduplicated, resumed", "[sinks]") {
 TEST_CASE("spool bounds: bytes and age", "[sinks]") {
   TempDir tmp;
   Spool sp(tmp.path + "/s", 4096, std::chrono::seconds(60));
-  REQUIRE(sp.open(nullptr));
+  REQUIRE(sp.open());
   std::string body(1500, 'x');
   SpoolDrops drops;
   for (int i = 0; i < 5; ++i) sp.put(make_incident("id" + std::to_string(i)), body, 1000 + i, &drops);
@@ -341,165 +331,67 @@ TEST_CASE("incident store: dedup, filters, eviction, persistence", "[sinks]") {
   CHECK(again.accept(make_incident("a", 2)) == IncidentStore::Accept::duplicate);  // survives restart
 }
 
-namespace {
+TEST_CASE("the Alertmanager endpoint is appended to the URL's path once", "[sinks]") {
+  CHECK(alertmanager_alerts_target("/") == "/api/v2/alerts");
+  CHECK(alertmanager_alerts_target("/am/") == "/am/api/v2/alerts");
+  CHECK(alertmanager_alerts_target("/am/api/v2/alerts/") == "/am/api/v2/alerts");
+  CHECK(alertmanager_alerts_target("/?tenant=a") == "/api/v2/alerts?tenant=a");
+}
 
-struct OutputsFixture {
+TEST_CASE("the store counts firing incidents per rule and severity as they change", "[sinks]") {
+  IncidentStore st(2);
+  auto a = make_incident("a", 1);
+  st.accept(a);
+  st.accept(make_incident("b", 1));
+  using Key = std::pair<std::string, Severity>;
+  auto count = [&](const Key& k) -> std::size_t {
+    for (const auto& [key, n] : st.firing_counts())
+      if (key == k) return n;
+    return 999;
+  };
+  Key crit{a.rule, Severity::critical};
+  CHECK(count(crit) == 2);
+  a.revision = 2;
+  a.status = IncidentStatus::resolved;
+  st.accept(a);
+  CHECK(count(crit) == 1);  // resolved: no longer firing, the series stays at its count
+  st.accept(make_incident("c", 1, Severity::warning));  // over capacity: the resolved one goes, b stays
+  CHECK(count(crit) == 1);
+  CHECK(count({a.rule, Severity::warning}) == 1);
+}
+
+TEST_CASE("the JSON-lines sink appends one object per revision", "[sinks]") {
   TempDir tmp;
-  OutputsOptions options(std::vector<SinkConfig> sinks) {
-    OutputsOptions o;
-    o.server.listen = "127.0.0.1:0";
-    o.state_dir = tmp.path;
-    o.sinks = std::move(sinks);
-    return o;
-  }
-  SinkConfig sink(const std::string& name, const std::string& url) {
-    SinkConfig s;
-    s.name = name;
-    s.url = url;
-    s.backoff_initial = std::chrono::milliseconds(20);
-    s.backoff_max = std::chrono::milliseconds(100);
-    s.timeout = std::chrono::seconds(2);
-    return s;
-  }
-};
-
-}  // namespace
-
-TEST_CASE("json webhook: signed, deduplicated, retried until 2xx", "[sinks][outputs]") {
-  OutputsFixture fx;
-  std::atomic<int> calls{0};
-  nettest::Receiver rx([&](const nettest::Received&) { return ++calls <= 2 ? 503 : 200; });
-  std::ofstream(fx.tmp.path + "/secret") << "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n";
-  auto s = fx.sink("hook", rx.url("/hook?x=1"));
-  s.hmac_secret_file = fx.tmp.path + "/secret";
-  s.headers = {{"X-Team", "ml"}};
-  Outputs out(fx.options({s}));
-  std::string err;
-  REQUIRE(out.start(&err));
-  auto inc = make_incident();
-  inc.evidence[0].text = "Authorization: Bearer supersecrettoken123";
-  REQUIRE(out.submit(inc));
-  REQUIRE(out.submit(inc));  // the same revision again: not delivered twice
-  REQUIRE(rx.wait_for(3));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  auto got = rx.received();
-  REQUIRE(got.size() == 3);  // two 503s, then the 200
-  const auto& r = got.back();
-  CHECK(r.method == "POST");
-  CHECK(r.target == "/hook?x=1");
-  CHECK(r.header("content-type") == "application/json");
-  CHECK(r.header("x-team") == "ml");
-  CHECK(r.header("webhook-id") == inc.id + "-1");
-  auto ts = std::stoll(r.header("webhook-timestamp"));
-  auto key = decode_webhook_secret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
-  CHECK(r.header("webhook-signature") == standard_webhooks_signature(key, inc.id + "-1", ts, r.body));
-  auto body = nlohmann::json::parse(r.body);
-  CHECK(body["id"] == inc.id);
-  CHECK(body["evidence"][0]["text"] == "Authorization: Bearer [REDACTED]");
-  CHECK(eventually([&] { return fs::is_empty(fx.tmp.path + "/spool/hook"); }));
-  auto text = out.metrics().serialize();
-  CHECK(text.find("faultline_webhook_deliveries_total{result=\"http_error\",sink=\"hook\"} 2") != std::string::npos);
-  CHECK(text.find("faultline_webhook_deliveries_total{result=\"success\",sink=\"hook\"} 1") != std::string::npos);
-  CHECK(text.find("faultline_webhook_retries_total{sink=\"hook\"} 2") != std::string::npos);
-  CHECK(text.find("faultline_incidents_total{rule=\"flashinfer-fmha-unsupported-arch\",severity=\"critical\"} 1") !=
-        std::string::npos);
-  CHECK(text.find("faultline_incidents_active{rule=\"flashinfer-fmha-unsupported-arch\",severity=\"critical\"} 1") !=
-        std::string::npos);
-  out.stop(std::chrono::seconds(1));
-}
-
-TEST_CASE("a dead sink does not delay another; pending deliveries survive a restart", "[sinks][outputs]") {
-  OutputsFixture fx;
-  nettest::Receiver good;
-  // A port with nothing listening: connections are refused.
-  std::uint16_t dead_port;
-  { nettest::Receiver tmp; dead_port = tmp.port(); }
-  auto dead = fx.sink("dead", "http://127.0.0.1:" + std::to_string(dead_port) + "/");
-  auto live = fx.sink("live", good.url());
+  std::string path = tmp.path + "/incidents.out";
   {
-    Outputs out(fx.options({dead, live}));
-    REQUIRE(out.start());
-    for (int i = 0; i < 5; ++i) REQUIRE(out.submit(make_incident("inc" + std::to_string(i))));
-    REQUIRE(good.wait_for(5, std::chrono::milliseconds(3000)));
-    auto got = good.received();
-    for (int i = 0; i < 5; ++i) CHECK(got[static_cast<std::size_t>(i)].header("webhook-id") == "inc" + std::to_string(i) + "-1");
-    out.stop(std::chrono::milliseconds(100));
+    JsonLinesSink out(path);
+    REQUIRE(out.open());
+    CHECK(out.accepts(make_incident()));
+    REQUIRE(out.deliver(make_incident("a", 1)));
+    REQUIRE(out.deliver(make_incident("a", 2)));
+    out.stop(Duration::zero());
   }
-  // The dead sink's deliveries are still spooled; a new process with a live receiver delivers them, in order.
-  CHECK(std::distance(fs::directory_iterator(fx.tmp.path + "/spool/dead"), fs::directory_iterator{}) == 5);
-  nettest::Receiver revived;
-  auto back = fx.sink("dead", revived.url());
-  Outputs out(fx.options({back}));
-  REQUIRE(out.start());
-  REQUIRE(revived.wait_for(5));
-  auto got = revived.received();
-  for (int i = 0; i < 5; ++i) CHECK(got[static_cast<std::size_t>(i)].header("webhook-id") == "inc" + std::to_string(i) + "-1");
-  // Replaying the same revisions after the restart sends nothing new (the store remembers them).
-  REQUIRE(out.submit(make_incident("inc0")));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  CHECK(revived.received().size() == 5);
-  out.stop(std::chrono::seconds(1));
+  std::istringstream lines(read_file(path));
+  std::string line;
+  std::vector<std::string> revisions;
+  while (std::getline(lines, line)) revisions.push_back(nlohmann::json::parse(line)["id"].get<std::string>() + "#" +
+                                                         std::to_string(nlohmann::json::parse(line)["revision"].get<int>()));
+  CHECK(revisions == std::vector<std::string>{"a#1", "a#2"});
+  JsonLinesSink bad(tmp.path + "/no/such/dir/out");
+  auto opened = bad.open();
+  REQUIRE_FALSE(opened);
+  CHECK(opened.error().message.find("no/such/dir") != std::string::npos);
 }
 
-TEST_CASE("alertmanager sink posts to /api/v2/alerts and resolves", "[sinks][outputs]") {
-  OutputsFixture fx;
-  nettest::Receiver am;
-  auto s = fx.sink("am", "http://127.0.0.1:" + std::to_string(am.port()));
-  s.format = WebhookFormat::alertmanager;
-  s.resend_interval = std::chrono::seconds(1);
-  Outputs out(fx.options({s}));
-  REQUIRE(out.start());
-  auto inc = make_incident();
-  REQUIRE(out.submit(inc));
-  REQUIRE(am.wait_for(1));
-  auto first = am.received().front();
-  CHECK(first.target == "/api/v2/alerts");
-  auto arr = nlohmann::json::parse(first.body);
-  REQUIRE(arr.is_array());
-  CHECK(arr[0]["labels"]["alertname"] == "FaultlineFlashinferFmhaUnsupportedArch");
-  CHECK(arr[0]["generatorURL"].get<std::string>().find("/api/v1/incidents/" + inc.id) != std::string::npos);
-  // Re-sent while firing.
-  REQUIRE(am.wait_for(2, std::chrono::milliseconds(4000)));
-  inc.revision = 2;
-  inc.status = IncidentStatus::resolved;
-  REQUIRE(out.submit(inc));
-  REQUIRE(eventually([&] {
-    for (const auto& r : am.received()) {
-      auto j = nlohmann::json::parse(r.body, nullptr, false);
-      if (j.is_array() && !j.empty() && j[0]["annotations"]["revision"] == "2") return true;
-    }
-    return false;
-  }));
-  auto n = am.received().size();
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  CHECK(am.received().size() == n);  // resolved: no more re-sends
-  out.stop(std::chrono::seconds(1));
-}
-
-TEST_CASE("backpressure and stop", "[sinks][outputs]") {
-  OutputsFixture fx;
-  auto o = fx.options({});
-  o.server.listen = "";
-  o.queue_capacity = 2;
-  Outputs out(o);
-  CHECK_FALSE(out.submit(make_incident()));  // not started
-  REQUIRE(out.start());
-  CHECK(out.listen_address().empty());
-  for (int i = 0; i < 6; ++i) out.submit(make_incident("q" + std::to_string(i)));
-  CHECK(out.wait_for_space(std::chrono::seconds(2)));
-  CHECK_FALSE(out.backpressure());
-  out.stop(std::chrono::milliseconds(100));
-  CHECK_FALSE(out.submit(make_incident("late")));
-}
-
-TEST_CASE("validate_outputs reports every problem", "[sinks]") {
-  OutputsOptions o;
-  o.server.listen = "nonsense";
+TEST_CASE("validation of the server and the delivery side reports every problem", "[sinks]") {
+  ServerOptions server;
+  server.listen = "nonsense";
+  DispatcherOptions o;
   SinkConfig a;
   a.name = "x";
   a.url = "http://h/";
-  o.sinks = {a, a};
   o.redaction.patterns = {"("};
-  auto errors = validate_outputs(o);
+  auto errors = validate_server(server);
+  for (auto& e : validate_delivery(o, {a, a}, "")) errors.push_back(e);
   CHECK(errors.size() == 4);  // listen, duplicate name, no state dir, pattern
 }
