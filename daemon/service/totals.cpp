@@ -26,7 +26,8 @@ void TailAttribution::add_to(std::vector<SourceTotals>& sources, const Tailer& t
   const TailStats& t = tailer.stats();
   if (t.rotated_unread_bytes > lost_bytes_seen_) ++files_lost_;
   lost_bytes_seen_ = t.rotated_unread_bytes;
-  if (config.sources.empty()) return;
+  // Nothing to charge: no series is made for it (the first source may have no files at all: stdin, kmsg).
+  if (config.sources.empty() || (t.unreadable == 0 && files_lost_ == 0)) return;
   const std::string& first = config.sources.front().source;
   SourceTotals& s = totals_of(sources, first.empty() ? "file" : first);
   s.files_unreadable += t.unreadable;

@@ -288,3 +288,22 @@ TEST_CASE("the source metrics are read from the rooms' counts", "[service]") {
   CHECK(text.find("faultline_event_matches_total{event=\"line\",rule=\"every-line\"} 2") != std::string::npos);
   s->stop(Duration{0});
 }
+
+TEST_CASE("the state dir holds what the service names in it", "[service]") {
+  Daemon d;
+  Config c = d.config();
+  std::string error;
+  auto sink = sink_from_url("http://127.0.0.1:9/hook", WebhookFormat::json, "hook", &error);
+  REQUIRE(sink);
+  c.sinks.push_back(*sink);
+  Service s(ServiceOptions{c, &d.clock});
+  REQUIRE(s.start());
+  write(d.log, "LINE 1 one\n");
+  d.run(s, std::chrono::milliseconds(1100));
+  s.stop(Duration{0});
+  // daemon/service/state_dir.hpp (StateLayout) names these; the checkpoint and the outputs must agree with it.
+  for (const char* name : {"lock", "checkpoint.json", "emitted.log", "incidents.jsonl", "spool/hook", "cache"}) {
+    INFO(name);
+    CHECK(fs::exists(d.dir / (std::string("state/") + name)));
+  }
+}
