@@ -1,6 +1,8 @@
 // `faultline run`'s flag parser (run_flags.hpp).
 #include "run_flags.hpp"
 
+#include "faultline/sinks.hpp"
+
 #include <filesystem>
 #include <iostream>
 

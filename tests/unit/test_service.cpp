@@ -15,6 +15,7 @@
 #include "faultline/checkpoint.hpp"
 #include "faultline/metrics.hpp"
 #include "faultline/service.hpp"
+#include "faultline/sinks.hpp"
 
 using namespace faultline;
 namespace fs = std::filesystem;
