@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "app/commands.hpp"
-#include "app/run.hpp"
+#include "app/cmd_run.hpp"
 
 namespace {
 

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -152,6 +153,51 @@ class Metrics {
   std::vector<std::pair<std::size_t, std::function<void()>>> hooks_;
   std::size_t next_hook_id_ = 1;
   std::atomic<std::int64_t> checkpoint_unix_ms_{0};
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Collectors: counts the rooms keep themselves (the tailer's, the decoders', the correlator's), turned into the
+// families above when /metrics is scraped instead of being copied into counters as they change. The owning thread
+// publishes plain totals (cumulative since start); the collector brings each counter up to its total (counters never
+// fall) and sets the gauges, on the scraping thread.
+
+// Totals of one configured source (label `source`).
+struct SourceTotals {
+  std::string source;
+  std::uint64_t lines_read = 0;
+  std::uint64_t bytes_read = 0;
+  std::uint64_t lines_truncated = 0;
+  std::uint64_t files_rotated = 0;
+  std::uint64_t files_truncated = 0;
+  std::uint64_t files_lost = 0;
+  std::uint64_t files_unreadable = 0;
+  std::optional<std::uint64_t> lag_bytes;  // unset: the gauge keeps its value
+};
+
+struct PipelineTotals {
+  std::vector<SourceTotals> sources;  // one entry per source; a source named twice is summed
+  std::uint64_t stories_dropped = 0;
+};
+
+class TotalsCollector {
+ public:
+  // Registers a collect hook with `metrics`, removed again by the destructor.
+  explicit TotalsCollector(Metrics& metrics);
+  ~TotalsCollector();
+  TotalsCollector(const TotalsCollector&) = delete;
+  TotalsCollector& operator=(const TotalsCollector&) = delete;
+
+  // Thread-safe; cheap (a move under a mutex). The latest totals replace the earlier ones.
+  void publish(PipelineTotals totals);
+  // What a scrape runs first (Metrics::serialize); callable directly.
+  void collect();
+
+ private:
+  Metrics& metrics_;
+  std::size_t hook_ = 0;
+  std::mutex mutex_;
+  PipelineTotals latest_;
+  bool fresh_ = false;
 };
 
 }  // namespace faultline

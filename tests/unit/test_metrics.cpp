@@ -147,3 +147,39 @@ TEST_CASE("reloads, checkpoints, latency and collect hooks", "[metrics]") {
   REQUIRE(std::regex_search(text, match, std::regex("faultline_last_reload_success_timestamp_seconds ([0-9.e+]+)")));
   CHECK(std::stod(match[1]) > 1.6e9);
 }
+
+TEST_CASE("the totals collector brings the source families up to the published totals at scrape time", "[metrics]") {
+  Metrics m;
+  TotalsCollector collector(m);
+  PipelineTotals t;
+  t.sources.push_back(SourceTotals{"vllm", 10, 1000, 1, 2, 3, 4, 5, 77});
+  t.sources.push_back(SourceTotals{"vllm", 5, 500});  // a source named twice is summed
+  t.sources.push_back(SourceTotals{"kmsg"});
+  t.stories_dropped = 6;
+  collector.publish(t);
+  auto text = m.serialize();
+  CHECK(text.find("faultline_lines_read_total{source=\"vllm\"} 15") != std::string::npos);
+  CHECK(text.find("faultline_bytes_read_total{source=\"vllm\"} 1500") != std::string::npos);
+  CHECK(text.find("faultline_lines_truncated_total{source=\"vllm\"} 1") != std::string::npos);
+  CHECK(text.find("faultline_files_rotated_total{source=\"vllm\"} 2") != std::string::npos);
+  CHECK(text.find("faultline_files_truncated_total{source=\"vllm\"} 3") != std::string::npos);
+  CHECK(text.find("faultline_files_lost_total{source=\"vllm\"} 4") != std::string::npos);
+  CHECK(text.find("faultline_files_unreadable_total{source=\"vllm\"} 5") != std::string::npos);
+  CHECK(text.find("faultline_source_lag_bytes{source=\"vllm\"} 77") != std::string::npos);
+  CHECK(text.find("faultline_lines_read_total{source=\"kmsg\"} 0") != std::string::npos);
+  CHECK(text.find("faultline_stories_dropped_total 6") != std::string::npos);
+
+  // Counters never fall; a lag left unset keeps the gauge's value.
+  PipelineTotals later;
+  later.sources.push_back(SourceTotals{"vllm", 12, 1200});
+  collector.publish(later);
+  text = m.serialize();
+  CHECK(text.find("faultline_lines_read_total{source=\"vllm\"} 15") != std::string::npos);
+  CHECK(text.find("faultline_source_lag_bytes{source=\"vllm\"} 77") != std::string::npos);
+  later.sources[0].lines_read = 20;
+  later.sources[0].lag_bytes = 0;
+  collector.publish(later);
+  text = m.serialize();
+  CHECK(text.find("faultline_lines_read_total{source=\"vllm\"} 20") != std::string::npos);
+  CHECK(text.find("faultline_source_lag_bytes{source=\"vllm\"} 0") != std::string::npos);
+}

@@ -1,0 +1,11 @@
+// `faultline run`: the daemon. Flags and the config file become a Config; a Service (service.hpp) does the rest —
+// tails the sources into the pipeline, emits incidents, checkpoints, reloads rules on SIGHUP or when the rule files
+// change, and drains on SIGTERM/SIGINT.
+#pragma once
+
+namespace faultline::app {
+
+// `argv` holds the arguments after "run". Returns the process exit status.
+int run_command(int argc, char** argv);
+
+}  // namespace faultline::app

@@ -1,0 +1,137 @@
+// Delivery (delivery.hpp): the JSON-lines output, the dispatcher and its sinks, and the HTTP server, wired on one
+// io thread.
+#include "delivery.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "faultline/config.hpp"
+#include "faultline/io_thread.hpp"
+#include "faultline/server.hpp"
+#include "faultline/sinks.hpp"
+
+namespace faultline::service_detail {
+
+// Construction order is the order of dependence (destruction the reverse): the io thread outlives everything that
+// posts to it; the store outlives the dispatcher and the server that read it.
+struct Delivery::Parts {
+  std::shared_ptr<Metrics> metrics;
+  IoThread io;
+  ServerStatus status;
+  IncidentStore store;
+  Dispatcher dispatcher;
+  std::unique_ptr<Server> server;
+  bool running = false;
+
+  Parts(std::shared_ptr<Metrics> m, const Config& config, const std::string& state_dir, DispatcherOptions options)
+      : metrics(std::move(m)),
+        status(state_dir),
+        store(config.max_incidents, state_dir.empty() ? "" : state_dir + "/incidents.jsonl"),
+        dispatcher(std::move(options), io, *metrics, store) {}
+
+  void stop(Duration grace) {
+    if (!running) return;
+    running = false;
+    if (server) server->stop();
+    dispatcher.stop(grace);
+    io.stop();
+  }
+};
+
+Delivery::Delivery() = default;
+
+Delivery::~Delivery() {
+  if (parts_) parts_->stop(Duration{0});
+}
+
+Result<void> Delivery::start(const Config& config, const std::string& state_dir, std::shared_ptr<Metrics> metrics,
+                             const Clock& clock) {
+  ServerOptions server_options;
+  server_options.listen = config.listen;
+  server_options.api_token_file = config.server.api_token_file;
+  DispatcherOptions dispatch_options;
+  dispatch_options.redaction = config.redaction;
+  dispatch_options.queue_capacity = config.queue_capacity;
+  auto problems = validate_server(server_options);
+  for (auto& p : validate_delivery(dispatch_options, config.sinks, state_dir)) problems.push_back(std::move(p));
+  if (!problems.empty()) {
+    // Every problem logged; the step's error is the first.
+    for (std::size_t i = 1; i < problems.size(); ++i) spdlog::error("{}", problems[i]);
+    return Error{problems.front()};
+  }
+
+  parts_ = std::make_unique<Parts>(std::move(metrics), config, state_dir, dispatch_options);
+  Parts& p = *parts_;
+  auto fail = [&](const Error& why) -> Result<void> {
+    p.dispatcher.stop(Duration{0});
+    parts_.reset();
+    return Error{"cannot start the outputs: " + why.message};
+  };
+  if (auto opened = p.store.open(); !opened) return fail(opened.error());
+  std::string listen_address;
+  if (!config.listen.empty()) {
+    ApiContext api;
+    api.incidents = &p.store;
+    api.metrics = p.metrics.get();
+    api.version = std::string(faultline_version());
+    api.clock = &clock;
+    use_status(api, p.status);
+    p.server = std::make_unique<Server>(server_options, std::move(api), p.io, *p.metrics);
+    if (auto started = p.server->start(); !started) return fail(started.error());
+    listen_address = p.server->listen_address();
+  }
+  // Links in alerts point at the API: the configured external URL, else the address bound.
+  std::string external = config.server.external_url;
+  if (external.empty() && !listen_address.empty()) external = "http://" + listen_address;
+  while (!external.empty() && external.back() == '/') external.pop_back();
+  WebhookContext context{p.io, *p.metrics, clock, state_dir + "/spool", external, std::string(faultline_version()),
+                         &p.store, config.max_incidents};
+  for (const auto& cfg : config.sinks) {
+    auto sink = make_webhook_sink(cfg, context);
+    if (!sink) return fail(sink.error());
+    p.dispatcher.add(std::move(*sink));
+  }
+  if (auto started = p.dispatcher.start(); !started) return fail(started.error());
+  p.io.start();
+  p.running = true;
+  return {};
+}
+
+Result<void> Delivery::open_output(const std::string& output) {
+  if (output.empty()) return {};
+  auto sink = std::make_unique<JsonLinesSink>(output);
+  if (auto opened = sink->open(); !opened) return opened;
+  output_ = std::move(sink);
+  return {};
+}
+
+void Delivery::write_output(const Incident& incident) {
+  if (output_) (void)output_->deliver(incident);  // a failure is logged once by the sink
+}
+
+void Delivery::submit(const Incident& incident) {
+  if (parts_) parts_->dispatcher.submit(incident);
+}
+
+void Delivery::checkpointed() {
+  if (output_) output_->sync();
+}
+
+bool Delivery::backpressure() const { return parts_ && parts_->dispatcher.backpressure(); }
+bool Delivery::wait_for_space(Duration max) { return !parts_ || parts_->dispatcher.wait_for_space(max); }
+void Delivery::set_ready(std::string_view component, bool ok) {
+  if (parts_) parts_->status.set_ready(component, ok);
+}
+void Delivery::update_rules(const RuleSet& rules) {
+  if (!parts_) return;
+  parts_->metrics->declare_rules(rules);
+  parts_->status.set_rules(rule_infos(rules));
+}
+std::string Delivery::listen_address() const {
+  return parts_ && parts_->server ? parts_->server->listen_address() : std::string();
+}
+
+void Delivery::stop(Duration grace) {
+  if (parts_) parts_->stop(grace);
+}
+
+}  // namespace faultline::service_detail

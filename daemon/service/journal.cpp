@@ -1,0 +1,55 @@
+// The emitted-revision journal (journal.hpp): a set in memory, an append-only file on disk.
+#include "journal.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include <spdlog/spdlog.h>
+
+#include "faultline/durable_file.hpp"
+
+namespace faultline::service_detail {
+
+Journal::~Journal() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string Journal::key(const std::string& id, std::uint32_t revision) {
+  return id + "#" + std::to_string(revision);
+}
+
+Result<void> Journal::open(const std::string& path) {
+  path_ = path;
+  {
+    std::ifstream in(path);
+    std::string id;
+    std::uint32_t rev;
+    while (in >> id >> rev) seen_.insert(key(id, rev));
+  }
+  if (!seen_.empty())
+    spdlog::info("{} incident revision(s) emitted since the last checkpoint will not be emitted again", seen_.size());
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  if (fd_ < 0) return Error::from_errno("cannot open", path);
+  return {};
+}
+
+bool Journal::contains(const std::string& id, std::uint32_t revision) const {
+  return !seen_.empty() && seen_.count(key(id, revision)) != 0;
+}
+
+void Journal::record(const std::string& id, std::uint32_t revision) {
+  if (fd_ < 0) return;
+  if (auto written = write_all(fd_, id + " " + std::to_string(revision) + "\n", path_); !written && !write_failed_) {
+    write_failed_ = true;
+    spdlog::error("{}", written.error().message);
+  }
+  seen_.insert(key(id, revision));
+}
+
+void Journal::truncate() {
+  if (fd_ >= 0 && ::ftruncate(fd_, 0) == 0) seen_.clear();
+}
+
+}  // namespace faultline::service_detail
