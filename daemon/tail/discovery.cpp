@@ -45,6 +45,21 @@ SourceTailStats& FileSource::counters_for_path(const std::string& path) {
   return ctx_.source_stats.of(specs_.empty() ? std::string("file") : source_label(specs_.front()));
 }
 
+// A finished file is closed, so once it is unlinked its inode number is free, and ext4 hands it to the next file
+// created at once (a writer rotating again: app.log.1 replaced, a new app.log). Its size then differs from what the
+// finished file had; the fingerprint tells which it is. A finished file that only grew keeps its fingerprint.
+bool FileSource::reused_inode(const FollowedFile& f, const std::string& path, const struct stat& st) const {
+  if (f.state != FileState::finished || static_cast<std::uint64_t>(st.st_size) == f.last_size || f.fp.bytes == 0)
+    return false;
+  auto fp = fingerprint_of_path(path, f.fp.bytes);
+  return fp && *fp != f.fp;
+}
+
+void FileSource::forget_finished(std::map<FileKey, std::unique_ptr<FollowedFile>>::iterator it) {
+  spdlog::debug("{}: a new file has the inode of this finished one", it->second->path);
+  files_.erase(it);  // its key stays in finished_order_, as for finished files the rescan drops
+}
+
 void FileSource::rescan() {
   TailStats& stats = ctx_.stats;
   ++stats.rescans;
@@ -76,6 +91,10 @@ void FileSource::rescan() {
         if (seen.count(key)) continue;  // the same file under another name (a symlink) in this scan
         seen.insert(key);
         auto it = files_.find(key);
+        if (it != files_.end() && reused_inode(*it->second, path, st)) {
+          forget_finished(it);  // and find the new file below
+          it = files_.end();
+        }
         if (it != files_.end()) {
           it->second->scanned =
               NameStat{static_cast<std::uint64_t>(st.st_size), static_cast<std::uint64_t>(st.st_nlink)};

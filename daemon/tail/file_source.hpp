@@ -54,6 +54,8 @@ class FileSource final : public Source {
   bool excluded(const SourceSpec& src, const std::string& path, const std::string& real) const;
   bool self_excluded(const PathIdentity& id) const;
   void count_gone_while_stopped();
+  bool reused_inode(const FollowedFile& f, const std::string& path, const struct stat& st) const;
+  void forget_finished(std::map<FileKey, std::unique_ptr<FollowedFile>>::iterator it);
   SourceTailStats& counters_for_path(const std::string& path);
   bool warn_once(const std::string& what, const std::string& path);
 

@@ -150,3 +150,23 @@ TEST_CASE_METHOD(TailFixture, "a file rotated while stopped keeps its stream: fi
   CHECK(r2.rec.data_of(t / "app.log").empty());
   CHECK(r2.rec.data_of(t / "app.log.1").empty());
 }
+
+TEST_CASE_METHOD(TailFixture, "a new file that reuses the inode of a finished one is read, not taken for the old one") {
+  auto& r = start(files(t / "app.log"));
+  write(t / "app.log", lines(1, 2));
+  r.step();
+  fs::rename(t / "app.log", t / "app.log.1");
+  write(t / "app.log", lines(3, 4));
+  r.step(std::chrono::milliseconds(1100));  // sees both; the old one is read to its end
+  r.step(std::chrono::milliseconds(600));   // rotate_wait passed: the old one is finished (and closed)
+  REQUIRE(r.rec.data_of(t / "app.log") == lines(1, 4));
+  // The writer rotates again before the next rescan: the finished file goes away and the new app.log may get its
+  // inode number (ext4 hands a freed inode out again at once).
+  fs::remove(t / "app.log.1");
+  fs::rename(t / "app.log", t / "app.log.1");
+  write(t / "app.log", lines(5, 6, "new"));
+  r.step();
+  r.step(std::chrono::milliseconds(600));
+  r.step();
+  CHECK(r.rec.data_of(t / "app.log") == lines(1, 4) + lines(5, 6, "new"));
+}
