@@ -3,11 +3,13 @@
 // deletion, reads standard input and the kernel log (/dev/kmsg), and hands the bytes to a TailHandler. It wakes on
 // inotify; while inotify covers every directory and file it stats only what an event named, otherwise it rescans
 // periodically as a fallback. Time is injected (Clock) and all work happens in explicit
-// poll_once() steps, so tests never sleep. A Tailer, its handler and its clock belong to one thread.
+// poll_once() steps, so tests never sleep. A Tailer, its handler and its clock belong to one thread; so does an
+// InotifyReader.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +19,7 @@
 #include "faultline/clock.hpp"
 #include "faultline/decode.hpp"
 #include "faultline/incident.hpp"
+#include "faultline/result.hpp"
 #include "faultline/types.hpp"
 
 namespace faultline {
@@ -136,6 +139,22 @@ struct TailStats {
   std::uint64_t watched_dirs = 0;     // gauge
 };
 
+// The counters of TailStats that belong to one source, charged to the source the file (or stream) came from. A file
+// found by two sources counts for the first that found it; a checkpointed file that went away while stopped counts
+// for the first source whose glob names it.
+struct SourceTailStats {
+  std::string source;  // the `source` label (SourceSpec::source, or "file", "stdin", "kmsg")
+  std::uint64_t bytes = 0;
+  std::uint64_t files_opened = 0;
+  std::uint64_t rotations = 0;
+  std::uint64_t truncations = 0;
+  std::uint64_t deleted = 0;
+  std::uint64_t unreadable = 0;
+  std::uint64_t rotated_unread_bytes = 0;
+  std::uint64_t late_bytes = 0;
+  bool operator==(const SourceTailStats&) const = default;
+};
+
 // How a stream continues in a file.
 enum class FileStart : std::uint8_t {
   first,         // the stream's first file, from `offset` (0, or the end when starting at the end)
@@ -200,10 +219,44 @@ class Tailer {
   bool stdin_finished() const;  // standard input reached its end
   bool has_file_sources() const;
   const TailStats& stats() const;
+  // The per-source part of stats(), one entry per `source` label of the configured sources, sorted by label.
+  std::vector<SourceTailStats> source_stats() const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+// One inotify event as read: `name` is the entry in the watched directory (empty for the directory itself) and is
+// valid only during the callback. An overflow comes with wd -1 and IN_Q_OVERFLOW.
+struct InotifyEvent {
+  int wd = -1;
+  std::uint32_t mask = 0;  // IN_* bits (sys/inotify.h)
+  std::string_view name;
+};
+
+// An inotify descriptor (non-blocking, close-on-exec) owned for its lifetime, with its watches. Move-only.
+class InotifyReader {
+ public:
+  InotifyReader() = default;  // holds nothing: valid() is false
+  static Result<InotifyReader> open();
+  ~InotifyReader();
+  InotifyReader(InotifyReader&& other) noexcept;
+  InotifyReader& operator=(InotifyReader&& other) noexcept;
+  InotifyReader(const InotifyReader&) = delete;
+  InotifyReader& operator=(const InotifyReader&) = delete;
+
+  bool valid() const { return fd_ >= 0; }
+  int fd() const { return fd_; }  // to poll for POLLIN
+  // The watch descriptor (the same one again for a path already watched under another name).
+  Result<int> add_watch(const std::string& path, std::uint32_t mask);
+  void remove_watch(int wd);
+  // Reads every event queued now, without blocking, calling `on_event` for each. Returns how many there were.
+  std::size_t drain(const std::function<void(const InotifyEvent&)>& on_event);
+
+ private:
+  explicit InotifyReader(int fd) : fd_(fd) {}
+  int fd_ = -1;
 };
 
 // Expands one glob (components may hold * ? [..]; no ** ) into existing paths, sorted. `dirs` receives every

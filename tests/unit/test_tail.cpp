@@ -1,133 +1,23 @@
-// tail: path layouts, globs, kmsg records, checkpoints, and the Tailer driven step by step with a manual clock.
+// tail: path layouts, globs, kmsg records, checkpoints, the inotify reader, and the Tailer driven step by step with a
+// manual clock: discovery, identity, reading, per-source counters, the kernel log. Rotation and truncation:
+// test_tail_rotation.cpp; wake-ups (inotify coverage, the poll fallback): test_tail_watch.cpp.
 #include <catch2/catch.hpp>
 
+#include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include "faultline/checkpoint.hpp"
 #include "faultline/tail.hpp"
+#include "tail_fixture.hpp"
 
 using namespace faultline;
-namespace fs = std::filesystem;
-
-namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/faultline-tail-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
-
-void write(const std::string& path, const std::string& text, bool append = true) {
-  std::ofstream out(path, append ? std::ios::app | std::ios::binary : std::ios::trunc | std::ios::binary);
-  out << text;
-}
-
-// Stands in for the pipeline: records what the Tailer says, and commits like a decoder (up to the last newline).
-struct Recorder : TailHandler {
-  struct Stream {
-    StreamIdentity identity;
-    ContainerFormat format{};
-    std::string data;  // everything fed
-    std::uint64_t base = 0;     // file offset where the current file's bytes started
-    std::uint64_t fed = 0;      // bytes of the current file fed
-    std::uint64_t committed = 0;
-    std::uint64_t line = 1;
-    int idles = 0;
-    bool ended = false;
-  };
-  std::vector<Stream> streams;
-  std::vector<std::string> events;
-
-  std::uint32_t open_stream(const StreamIdentity& identity, ContainerFormat format) override {
-    streams.push_back(Stream{identity, format});
-    events.push_back("open " + identity.name);
-    return static_cast<std::uint32_t>(streams.size() - 1);
-  }
-  void begin_file(std::uint32_t s, FileStart how, const StreamIdentity& identity, std::uint64_t offset,
-                  std::uint64_t line) override {
-    auto& st = streams[s];
-    st.identity = identity;
-    st.base = offset;
-    st.fed = 0;
-    st.committed = offset;
-    st.line = line;
-    events.push_back(std::string(to_string(how)) + " " + identity.name + " @" + std::to_string(offset) + " L" +
-                     std::to_string(line) + " i=" + identity.instance);
-  }
-  void data(std::uint32_t s, std::string_view bytes, Time) override {
-    auto& st = streams[s];
-    st.data.append(bytes);
-    for (std::size_t i = 0; i < bytes.size(); ++i) {
-      if (bytes[i] == '\n') {
-        st.committed = st.base + st.fed + i + 1;
-        ++st.line;
-      }
-    }
-    st.fed += bytes.size();
-  }
-  void idle(std::uint32_t s, Time) override { ++streams[s].idles; }
-  void end_of_stream(std::uint32_t s, Time) override { streams[s].ended = true; }
-  Committed committed(std::uint32_t s) override { return Committed{streams[s].committed, streams[s].line}; }
-
-  const Stream* find(const std::string& name) const {
-    for (const auto& s : streams)
-      if (s.identity.name == name) return &s;
-    return nullptr;
-  }
-  std::string data_of(const std::string& name) const {
-    auto* s = find(name);
-    return s ? s->data : "";
-  }
-  bool saw(const std::string& prefix) const {
-    for (const auto& e : events)
-      if (e.rfind(prefix, 0) == 0) return true;
-    return false;
-  }
-};
-
-TailOptions options() {
-  TailOptions o;
-  o.rescan_interval = std::chrono::seconds(1);
-  o.rotate_wait = std::chrono::milliseconds(500);
-  o.partial_timeout = std::chrono::seconds(2);
-  o.node_name = "node-a";
-  return o;
-}
-
-// One rescan period passes; polls until the Tailer has nothing more to do now.
-void step(Tailer& t, ManualClock& clock, Duration d = std::chrono::milliseconds(1100)) {
-  clock.advance(d);
-  for (int i = 0; i < 1000 && t.poll_once(); ++i) {
-  }
-}
-
-SourceSpec files(const std::string& glob, StartAt start = StartAt::beginning) {
-  SourceSpec s;
-  s.paths = {glob};
-  s.start_at = start;
-  return s;
-}
-
-std::string lines(int from, int to, const std::string& tag = "line") {
-  std::string out;
-  for (int i = from; i <= to; ++i) out += tag + " " + std::to_string(i) + "\n";
-  return out;
-}
-
-}  // namespace
+using namespace tailtest;
 
 TEST_CASE("Kubernetes and docker paths give the stream's identity") {
   auto p = parse_log_path("/var/log/pods/ml_vllm-0_5f1b6c1e-0000-1111-2222-333344445555/vllm/3.log");
@@ -262,574 +152,6 @@ TEST_CASE("checkpoints round-trip, are written atomically and carry a version") 
   CHECK(garbage.error().message.find("malformed") != std::string::npos);
 }
 
-TEST_CASE("a file is read from the beginning, then followed as it grows") {
-  TempDir t;
-  write(t / "app.log", lines(1, 3));
-  ManualClock clock;
-  Recorder rec;
-  Tailer tailer(options(), clock, rec);
-  tailer.add_source(files(t / "*.log"));
-  tailer.restore(nullptr);
-  step(tailer, clock);
-  CHECK(rec.data_of(t / "app.log") == lines(1, 3));
-  CHECK(rec.saw("first " + t / "app.log" + " @0 L1"));
-  write(t / "app.log", lines(4, 5));
-  step(tailer, clock);
-  CHECK(rec.data_of(t / "app.log") == lines(1, 5));
-  const auto* s = rec.find(t / "app.log");
-  CHECK(*find_field(s->identity.labels, "node") == "node-a");
-  CHECK(*find_field(s->identity.labels, "source") == "file");
-  CHECK(tailer.stats().watched_files == 1);
-}
-
-TEST_CASE("start_at end skips what existing files hold at the first start only") {
-  TempDir t;
-  write(t / "old.log", lines(1, 3));
-  ManualClock clock;
-  Recorder rec;
-  Tailer tailer(options(), clock, rec);
-  tailer.add_source(files(t / "*.log", StartAt::end));
-  tailer.restore(nullptr);
-  step(tailer, clock);
-  CHECK(rec.data_of(t / "old.log").empty());
-  CHECK(rec.saw("first " + t / "old.log" + " @" + std::to_string(lines(1, 3).size()) + " L4"));
-  write(t / "old.log", lines(4, 4));
-  write(t / "new.log", lines(1, 2, "new"));  // appears later: read whole
-  step(tailer, clock);
-  CHECK(rec.data_of(t / "old.log") == lines(4, 4));
-  CHECK(rec.data_of(t / "new.log") == lines(1, 2, "new"));
-}
-
-TEST_CASE("rename rotation: the old file is finished before the new one starts") {
-  TempDir t;
-  ManualClock clock;
-  Recorder rec;
-  Tailer tailer(options(), clock, rec);
-  tailer.add_source(files(t / "app.log"));
-  tailer.restore(nullptr);
-  write(t / "app.log", lines(1, 2));
-  step(tailer, clock);
-  // Rotate: the writer still adds to the renamed file, then moves to a new one.
-  fs::rename(t / "app.log", t / "app.log.1");
-  write(t / "app.log.1", lines(3, 4));
-  write(t / "app.log", lines(5, 6));
-  step(tailer, clock, std::chrono::milliseconds(1100));  // sees both; the old one is read to its end
-  step(tailer, clock, std::chrono::milliseconds(600));   // rotate_wait passed: moves on
-  CHECK(rec.data_of(t / "app.log") == lines(1, 6));
-  CHECK(rec.saw("rotated " + t / "app.log" + " @0 L1"));
-  CHECK(tailer.stats().rotations == 1);
-  // The old file is finished: growing it later is counted, not read.
-  write(t / "app.log.1", "late\n");
-  step(tailer, clock);
-  CHECK(rec.data_of(t / "app.log") == lines(1, 6));
-}
-
-TEST_CASE("copytruncate: a file shorter than the offset is read again from 0, and counted") {
-  TempDir t;
-  ManualClock clock;
-  Recorder rec;
-  Tailer tailer(options(), clock, rec);
-  tailer.add_source(files(t / "app.log"));
-  tailer.restore(nullptr);
-  write(t / "app.log", lines(1, 5));
-  step(tailer, clock);
-  ::truncate((t / "app.log").c_str(), 0);
-  write(t / "app.log", lines(6, 6));
-  step(tailer, clock);
-  CHECK(rec.data_of(t / "app.log") == lines(1, 6));
-  CHECK(rec.saw("truncated " + t / "app.log" + " @0 L1"));
-  CHECK(tailer.stats().truncations == 1);
-}
-
-TEST_CASE("copytruncate refilled past the old offset is told by the fingerprint") {
-  TempDir t;
-  ManualClock clock;
-  Recorder rec;
-  Tailer tailer(options(), clock, rec);
-  tailer.add_source(files(t / "app.log"));
-  tailer.restore(nullptr);
-  write(t / "app.log", lines(1, 3, "old"));
-  step(tailer, clock);
-  write(t / "app.log", lines(1, 20, "new"), false);  // truncated and refilled before the next look
-  step(tailer, clock);
-  step(tailer, clock);
-  CHECK(rec.data_of(t / "app.log") == lines(1, 3, "old") + lines(1, 20, "new"));
-  CHECK(tailer.stats().truncations == 1);
-}
-
-TEST_CASE("a deleted file is read to its end and closed; a recreated one continues the stream") {
-  TempDir t;
-  ManualClock clock;
-  Recorder rec;
-  Tailer tailer(options(), clock, rec);
-  tailer.add_source(files(t / "app.log"));
-  tailer.restore(nullptr);
-  write(t / "app.log", lines(1, 2));
-  step(tailer, clock);
-  {
-    std::ofstream out(t / "app.log", std::ios::app);
-    fs::remove(t / "app.log");
-    out << lines(3, 4);  // written after the unlink, through the open file
-  }
-  step(tailer, clock);
-  step(tailer, clock);
-  CHECK(rec.data_of(t / "app.log") == lines(1, 4));
-  CHECK(tailer.stats().deleted == 1);
-  CHECK(tailer.stats().watched_files == 0);
-  write(t / "app.log", lines(5, 5));
-  step(tailer, clock);
-  CHECK(rec.data_of(t / "app.log") == lines(1, 5));
-  CHECK(rec.saw("rotated " + t / "app.log" + " @0"));
-}
-
-TEST_CASE("a partial last line: idle after the partial-line timeout, not before") {
-  TempDir t;
-  ManualClock clock;
-  Recorder rec;
-  Tailer tailer(options(), clock, rec);
-  tailer.add_source(files(t / "app.log"));
-  tailer.restore(nullptr);
-  write(t / "app.log", "no newline yet");
-  step(tailer, clock);
-  const auto* s = rec.find(t / "app.log");
-  REQUIRE(s);
-  CHECK(s->idles == 0);
-  CHECK(tailer.next_timeout() <= std::chrono::milliseconds(2001));
-  clock.advance(std::chrono::milliseconds(1500));
-  tailer.poll_once();
-  CHECK(s->idles == 0);
-  clock.advance(std::chrono::milliseconds(600));
-  tailer.poll_once();
-  CHECK(s->idles == 1);
-  clock.advance(std::chrono::seconds(5));
-  tailer.poll_once();
-  CHECK(s->idles == 1);  // once per burst
-}
-
-TEST_CASE("reading is bounded per poll and fair") {
-  TempDir t;
-  std::string big(3 * 1024 * 1024, 'x');
-  big += "\n";
-  write(t / "a.log", big);
-  write(t / "b.log", big);
-  TailOptions o = options();
-  o.read_chunk_bytes = 64 * 1024;
-  o.max_bytes_per_poll = 256 * 1024;
-  ManualClock clock;
-  Recorder rec;
-  Tailer tailer(o, clock, rec);
-  tailer.add_source(files(t / "*.log"));
-  tailer.restore(nullptr);
-  clock.advance(std::chrono::seconds(2));
-  CHECK(tailer.poll_once());  // more to read
-  auto a = rec.data_of(t / "a.log").size(), b = rec.data_of(t / "b.log").size();
-  CHECK(a + b <= 256 * 1024);
-  CHECK(a > 0);
-  CHECK(b > 0);
-  int polls = 1;
-  while (tailer.poll_once()) ++polls;
-  CHECK(polls >= 20);
-  CHECK(rec.data_of(t / "a.log").size() == big.size());
-  CHECK(rec.data_of(t / "b.log").size() == big.size());
-}
-
-TEST_CASE("positions resume after a restart; a reused inode starts over; finished files stay finished") {
-  TempDir t;
-  TailPositions saved;
-  write(t / "app.log", lines(1, 3) + "partial");
-  write(t / "done.log", lines(1, 2, "done"));
-  {
-    ManualClock clock;
-    Recorder rec;
-    Tailer tailer(options(), clock, rec);
-    tailer.add_source(files(t / "app.log"));
-    tailer.restore(nullptr);
-    step(tailer, clock);
-    saved = tailer.positions();
-  }
-  REQUIRE(saved.files.size() == 1);
-  CHECK(saved.files[0].offset == lines(1, 3).size());  // committed: the partial line is read again
-  CHECK(saved.files[0].line == 4);
-  struct stat st;
-  ::stat((t / "app.log").c_str(), &st);
-  CHECK(saved.files[0].inode == st.st_ino);
-  CHECK(saved.files[0].fingerprint.bytes == lines(1, 3).size() + 7);
-
-  write(t / "app.log", " now complete\n" + lines(5, 5));
-  {
-    ManualClock clock;
-    Recorder rec;
-    Tailer tailer(options(), clock, rec);
-    tailer.add_source(files(t / "app.log", StartAt::end));  // start_at applies to the first start only
-    tailer.restore(&saved);
-    step(tailer, clock);
-    CHECK(rec.data_of(t / "app.log") == "partial now complete\n" + lines(5, 5));
-    CHECK(rec.saw("resumed " + t / "app.log" + " @" + std::to_string(lines(1, 3).size()) + " L4"));
-  }
-  // Another file with the same inode number (fingerprint differs): read from the start.
-  TailPositions reused = saved;
-  reused.files[0].fingerprint.hash ^= 1;
-  {
-    ManualClock clock;
-    Recorder rec;
-    Tailer tailer(options(), clock, rec);
-    tailer.add_source(files(t / "app.log"));
-    tailer.restore(&reused);
-    step(tailer, clock);
-    CHECK(rec.saw("first " + t / "app.log" + " @0 L1"));
-  }
-  // Truncated while stopped: from 0, counted.
-  TailPositions beyond = saved;
-  beyond.files[0].offset = 1 << 20;
-  {
-    ManualClock clock;
-    Recorder rec;
-    Tailer tailer(options(), clock, rec);
-    tailer.add_source(files(t / "app.log"));
-    tailer.restore(&beyond);
-    step(tailer, clock);
-    CHECK(tailer.stats().truncations == 1);
-    CHECK(rec.saw("truncated " + t / "app.log" + " @0 L1"));
-  }
-  // A file that went away while stopped: its unread bytes are counted.
-  TailPositions gone = saved;
-  gone.files[0].inode += 1000000;
-  gone.files[0].size = gone.files[0].offset + 100;
-  {
-    ManualClock clock;
-    Recorder rec;
-    Tailer tailer(options(), clock, rec);
-    tailer.add_source(files(t / "app.log"));
-    tailer.restore(&gone);
-    step(tailer, clock);
-    CHECK(tailer.stats().rotated_unread_bytes == 100);
-  }
-}
-
-TEST_CASE("Kubernetes pod logs: names, labels, a new restart is a new instance, faultline's own pod is skipped") {
-  TempDir t;
-  std::string pod = t / "pods/ml_vllm-0_uid-1/vllm";
-  std::string self = t / "pods/monitoring_faultline-abcde_uid-2/faultline";
-  fs::create_directories(pod);
-  fs::create_directories(self);
-  ManualClock clock;
-  Recorder rec;
-  Tailer tailer(options(), clock, rec);
-  tailer.add_source(files(t / "pods/*/*/*.log"));
-  tailer.restore(nullptr);
-  step(tailer, clock);
-  write(pod + "/0.log", "2026-11-30T10:00:00Z stdout F a\n");
-  write(self + "/0.log", "2026-11-30T10:00:00Z stdout F self\n");
-  step(tailer, clock);
-  const auto* s = rec.find("ml/vllm-0/vllm");
-  REQUIRE(s);
-  CHECK(s->format == ContainerFormat::cri);
-  CHECK(s->identity.logical == "ml/vllm-0/vllm");
-  CHECK(s->identity.instance == "0");
-  CHECK(*find_field(s->identity.labels, "namespace") == "ml");
-  CHECK(*find_field(s->identity.labels, "pod") == "vllm-0");
-  CHECK(*find_field(s->identity.labels, "container") == "vllm");
-  CHECK(*find_field(s->identity.labels, "restart") == "0");
-  CHECK(!rec.find("monitoring/faultline-abcde/faultline"));
-  // The container restarts.
-  write(pod + "/1.log", "2026-11-30T10:01:00Z stdout F b\n");
-  step(tailer, clock);
-  step(tailer, clock);
-  CHECK(rec.saw("new_instance ml/vllm-0/vllm @0 L1 i=1"));
-  CHECK(*find_field(s->identity.labels, "restart") == "1");
-  CHECK(s->data == "2026-11-30T10:00:00Z stdout F a\n2026-11-30T10:01:00Z stdout F b\n");
-}
-
-TEST_CASE("restart files found together are read in restart order") {
-  TempDir t;
-  std::string pod = t / "pods/ml_p_uid/c";
-  fs::create_directories(pod);
-  write(pod + "/10.log", "ten\n");
-  write(pod + "/9.log", "nine\n");
-  ManualClock clock;
-  Recorder rec;
-  Tailer tailer(options(), clock, rec);
-  tailer.add_source(files(t / "pods/*/*/*.log"));
-  tailer.restore(nullptr);
-  step(tailer, clock);
-  step(tailer, clock);
-  CHECK(rec.data_of("ml/p/c") == "nine\nten\n");
-}
-
-TEST_CASE("symlinks are followed; the same file under two names is read once") {
-  TempDir t;
-  fs::create_directories(t.path / "pods/ns_p_uid/c");
-  fs::create_directories(t.path / "containers");
-  write(t / "pods/ns_p_uid/c/0.log", "2026-11-30T10:00:00Z stdout F x\n");
-  fs::create_symlink(t / "pods/ns_p_uid/c/0.log", t / ("containers/p_ns_c-" + std::string(64, 'a') + ".log"));
-  ManualClock clock;
-  Recorder rec;
-  Tailer tailer(options(), clock, rec);
-  tailer.add_source(files(t / "containers/*.log"));
-  tailer.add_source(files(t / "pods/*/*/*.log"));
-  tailer.restore(nullptr);
-  step(tailer, clock);
-  REQUIRE(rec.streams.size() == 1);
-  CHECK(rec.streams[0].identity.name == "ns/p/c");
-  CHECK(*find_field(rec.streams[0].identity.labels, "restart") == "0");  // from the link's target
-  CHECK(rec.streams[0].data == "2026-11-30T10:00:00Z stdout F x\n");
-}
-
-TEST_CASE("exclude globs and stream names from a template") {
-  TempDir t;
-  write(t / "a.log", "a\n");
-  write(t / "b.log", "b\n");
-  SourceSpec s = files(t / "*.log");
-  s.exclude = {"*/b.log"};
-  s.name = "svc/{stem}";
-  s.source = "apps";
-  s.labels = {{"cluster", "c1"}};
-  ManualClock clock;
-  Recorder rec;
-  Tailer tailer(options(), clock, rec);
-  tailer.add_source(s);
-  tailer.restore(nullptr);
-  step(tailer, clock);
-  REQUIRE(rec.streams.size() == 1);
-  CHECK(rec.streams[0].identity.name == "svc/a");
-  CHECK(*find_field(rec.streams[0].identity.labels, "source") == "apps");
-  CHECK(*find_field(rec.streams[0].identity.labels, "cluster") == "c1");
-}
-
-TEST_CASE("unreadable files are counted and skipped") {
-  if (::geteuid() == 0) {
-    SUCCEED("root reads everything");
-    return;
-  }
-  TempDir t;
-  write(t / "secret.log", "x\n");
-  ::chmod((t / "secret.log").c_str(), 0);
-  ManualClock clock;
-  Recorder rec;
-  Tailer tailer(options(), clock, rec);
-  tailer.add_source(files(t / "*.log"));
-  tailer.restore(nullptr);
-  step(tailer, clock);
-  CHECK(tailer.stats().unreadable >= 1);
-  CHECK(rec.streams.empty());
-}
-
-TEST_CASE("kmsg-format records from a file become timed lines; a restart skips what was processed") {
-  TempDir t;
-  write(t / "kmsg", "6,10,1000000,-;first\n SUBSYSTEM=x\n3,11,2000000,-;NVRM: Xid 79\n");
-  SourceSpec s;
-  s.kind = SourceKind::kmsg;
-  s.paths = {t / "kmsg"};
-  s.start_at = StartAt::beginning;
-  TailPositions saved;
-  {
-    ManualClock clock;
-    Recorder rec;
-    Tailer tailer(options(), clock, rec);
-    tailer.add_source(s);
-    tailer.restore(nullptr);
-    step(tailer, clock);
-    REQUIRE(rec.streams.size() == 1);
-    CHECK(rec.streams[0].identity.name == "kmsg");
-    CHECK(*find_field(rec.streams[0].identity.labels, "source") == "kmsg");
-    auto data = rec.streams[0].data;
-    CHECK(data.find(" INFO kernel: first\n") != std::string::npos);
-    CHECK(data.find(" ERROR kernel: NVRM: Xid 79\n") != std::string::npos);
-    CHECK(data.find("SUBSYSTEM") == std::string::npos);
-    CHECK(tailer.stats().kmsg_records == 2);
-    saved = tailer.positions();
-  }
-  CHECK(saved.kmsg.valid);
-  CHECK(saved.kmsg.seq == 11);
-  write(t / "kmsg", "4,12,3000000,-;third\n");
-  {
-    ManualClock clock;
-    Recorder rec;
-    Tailer tailer(options(), clock, rec);
-    tailer.add_source(s);
-    tailer.restore(&saved);
-    step(tailer, clock);
-    REQUIRE(rec.streams.size() == 1);
-    CHECK(rec.streams[0].data.find("first") == std::string::npos);
-    CHECK(rec.streams[0].data.find(" WARNING kernel: third\n") != std::string::npos);
-    CHECK(rec.saw("resumed kmsg @" + std::to_string(saved.kmsg.offset)));
-  }
-}
-
-// While inotify covers every directory, the periodic check stats only what an event named (or what inotify cannot
-// vouch for); the full rescan runs on directory events and every covered_rescan_interval. Without inotify, every
-// rescan_interval, as before.
-TEST_CASE("idle with inotify: no full rescan until a directory changes or covered_rescan_interval passes") {
-  TempDir t;
-  write(t / "a.log", "a\n");
-  TailOptions covered = options();
-  covered.covered_rescan_interval = std::chrono::seconds(10);
-  ManualClock clock;
-  Recorder rec;
-  Tailer tailer(covered, clock, rec);
-  tailer.add_source(files(t / "*.log"));
-  tailer.restore(nullptr);
-  step(tailer, clock);
-  step(tailer, clock);  // the look again after the first watches were added
-  auto base = tailer.stats().rescans;
-  for (int i = 0; i < 5; ++i) step(tailer, clock);
-  CHECK(tailer.stats().rescans == base);
-  write(t / "a.log", "more\n");  // a write: an event, read at once, no rescan
-  clock.advance(std::chrono::milliseconds(10));
-  while (tailer.poll_once()) {
-  }
-  CHECK(rec.data_of(t / "a.log") == "a\nmore\n");
-  step(tailer, clock);
-  CHECK(tailer.stats().rescans == base);
-  write(t / "b.log", "b\n");  // a new file: a directory event, a rescan at once
-  clock.advance(std::chrono::milliseconds(10));
-  while (tailer.poll_once()) {
-  }
-  CHECK(rec.data_of(t / "b.log") == "b\n");
-  CHECK(tailer.stats().rescans == base + 1);
-  for (int i = 0; i < 10; ++i) step(tailer, clock);  // 11 s: the periodic full rescan ran
-  CHECK(tailer.stats().rescans == base + 2);
-
-  TailOptions o = options();
-  o.use_inotify = false;
-  ManualClock clock2;
-  Recorder rec2;
-  Tailer polling(o, clock2, rec2);
-  polling.add_source(files(t / "*.log"));
-  polling.restore(nullptr);
-  step(polling, clock2);
-  auto base2 = polling.stats().rescans;
-  for (int i = 0; i < 5; ++i) step(polling, clock2);
-  CHECK(polling.stats().rescans == base2 + 5);
-}
-
-TEST_CASE("copytruncate refilled past the old offset between two idle checks is told by the fingerprint") {
-  TempDir t;
-  ManualClock clock;
-  Recorder rec;
-  Tailer tailer(options(), clock, rec);
-  tailer.add_source(files(t / "app.log"));
-  tailer.restore(nullptr);
-  write(t / "app.log", lines(1, 3, "old"));
-  step(tailer, clock);
-  step(tailer, clock);
-  auto base = tailer.stats().rescans;
-  write(t / "app.log", lines(1, 20, "new"), false);
-  step(tailer, clock);
-  step(tailer, clock);
-  CHECK(tailer.stats().rescans == base);  // found by the check of the file an event named
-  CHECK(rec.data_of(t / "app.log") == lines(1, 3, "old") + lines(1, 20, "new"));
-  CHECK(tailer.stats().truncations == 1);
-}
-
-TEST_CASE("a file rotated away without a successor is still followed between rescans") {
-  TempDir t;
-  ManualClock clock;
-  Recorder rec;
-  Tailer tailer(options(), clock, rec);
-  tailer.add_source(files(t / "app.log"));
-  tailer.restore(nullptr);
-  write(t / "app.log", lines(1, 2));
-  step(tailer, clock);
-  step(tailer, clock);
-  fs::rename(t / "app.log", t / "app.log.1");  // a directory event: the rescan sees it rotated away
-  step(tailer, clock);
-  auto base = tailer.stats().rescans;
-  write(t / "app.log.1", lines(3, 4));  // its events carry a name no glob matches
-  step(tailer, clock);
-  CHECK(tailer.stats().rescans == base);
-  CHECK(rec.data_of(t / "app.log") == lines(1, 4));
-}
-
-TEST_CASE("a file written through a hard link in an unwatched directory is still read") {
-  TempDir t;
-  fs::create_directories(t.path / "logs");
-  fs::create_directories(t.path / "elsewhere");
-  write(t / "logs/app.log", lines(1, 1));
-  fs::create_hard_link(t / "logs/app.log", t / "elsewhere/app.log");
-  ManualClock clock;
-  Recorder rec;
-  Tailer tailer(options(), clock, rec);
-  tailer.add_source(files(t / "logs/*.log"));
-  tailer.restore(nullptr);
-  step(tailer, clock);
-  step(tailer, clock);
-  write(t / "elsewhere/app.log", lines(2, 3));  // the event goes to `elsewhere`, which is not watched
-  step(tailer, clock);
-  CHECK(rec.data_of(t / "logs/app.log") == lines(1, 3));
-}
-
-TEST_CASE("a watched directory moved away and created again: new files in the new one are found") {
-  TempDir t;
-  fs::create_directories(t.path / "logs");
-  write(t / "logs/a.log", "a\n");
-  ManualClock clock;
-  Recorder rec;
-  Tailer tailer(options(), clock, rec);
-  tailer.add_source(files(t / "logs/*.log"));
-  tailer.restore(nullptr);
-  step(tailer, clock);
-  step(tailer, clock);
-  fs::rename(t / "logs", t / "logs.old");
-  fs::create_directories(t.path / "logs");
-  step(tailer, clock);
-  step(tailer, clock);
-  write(t / "logs/b.log", "b\n");
-  step(tailer, clock);
-  CHECK(rec.data_of(t / "logs/b.log") == "b\n");
-}
-
-TEST_CASE("a directory reached through a symlink keeps the periodic rescan: retargeting the link is seen") {
-  TempDir t;
-  fs::create_directories(t.path / "v1");  // empty: only the glob's directory is watched
-  fs::create_directories(t.path / "v2");
-  fs::create_directory_symlink(t / "v1", t / "current");
-  ManualClock clock;
-  Recorder rec;
-  Tailer tailer(options(), clock, rec);
-  tailer.add_source(files(t / "current/*.log"));
-  tailer.restore(nullptr);
-  step(tailer, clock);
-  step(tailer, clock);
-  write(t / "v2/b.log", "b\n");
-  fs::remove(t / "current");
-  fs::create_directory_symlink(t / "v2", t / "current");  // no event in any watched directory
-  step(tailer, clock);
-  CHECK(rec.data_of(t / "current/b.log") == "b\n");
-}
-
-TEST_CASE("a directory a glob names literally appears later: found at the next rescan") {
-  TempDir t;
-  ManualClock clock;
-  Recorder rec;
-  Tailer tailer(options(), clock, rec);
-  tailer.add_source(files(t / "pods/*/*.log"));  // `pods` is missing: nothing inotify could watch announces it
-  tailer.restore(nullptr);
-  step(tailer, clock);
-  step(tailer, clock);
-  fs::create_directories(t.path / "pods/p");
-  write(t / "pods/p/a.log", "a\n");
-  step(tailer, clock);
-  CHECK(rec.data_of(t / "pods/p/a.log") == "a\n");
-}
-
-TEST_CASE("idle: next_timeout waits until the next rescan") {
-  TempDir t;
-  write(t / "a.log", "a\n");
-  ManualClock clock;
-  Recorder rec;
-  Tailer tailer(options(), clock, rec);
-  tailer.add_source(files(t / "*.log"));
-  tailer.restore(nullptr);
-  step(tailer, clock);
-  clock.advance(std::chrono::seconds(3));  // past the partial timeout
-  tailer.poll_once();
-  auto timeout = tailer.next_timeout();
-  CHECK(timeout > std::chrono::milliseconds(500));
-  CHECK(timeout <= std::chrono::milliseconds(1001));
-  CHECK(!tailer.poll_once());
-}
-
 TEST_CASE("raise_open_files_limit reaches the hard limit") {
   auto n = raise_open_files_limit();
   struct rlimit rl;
@@ -838,40 +160,311 @@ TEST_CASE("raise_open_files_limit reaches the hard limit") {
   CHECK(rl.rlim_cur == rl.rlim_max);
 }
 
-TEST_CASE("a file rotated while stopped keeps its stream: finished first, then the new file") {
-  TempDir t;
+TEST_CASE_METHOD(TailFixture, "a file is read from the beginning, then followed as it grows") {
   write(t / "app.log", lines(1, 3));
+  auto& r = start(files(t / "*.log"));
+  r.step();
+  CHECK(r.rec.data_of(t / "app.log") == lines(1, 3));
+  CHECK(r.rec.saw("first " + t / "app.log" + " @0 L1"));
+  write(t / "app.log", lines(4, 5));
+  r.step();
+  CHECK(r.rec.data_of(t / "app.log") == lines(1, 5));
+  const auto* s = r.rec.find(t / "app.log");
+  CHECK(*find_field(s->identity.labels, "node") == "node-a");
+  CHECK(*find_field(s->identity.labels, "source") == "file");
+  CHECK(r.tailer.stats().watched_files == 1);
+}
+
+TEST_CASE_METHOD(TailFixture, "start_at end skips what existing files hold at the first start only") {
+  write(t / "old.log", lines(1, 3));
+  auto& r = start(files(t / "*.log", StartAt::end));
+  r.step();
+  CHECK(r.rec.data_of(t / "old.log").empty());
+  CHECK(r.rec.saw("first " + t / "old.log" + " @" + std::to_string(lines(1, 3).size()) + " L4"));
+  write(t / "old.log", lines(4, 4));
+  write(t / "new.log", lines(1, 2, "new"));  // appears later: read whole
+  r.step();
+  CHECK(r.rec.data_of(t / "old.log") == lines(4, 4));
+  CHECK(r.rec.data_of(t / "new.log") == lines(1, 2, "new"));
+}
+
+TEST_CASE_METHOD(TailFixture, "a partial last line: idle after the partial-line timeout, not before") {
+  auto& r = start(files(t / "app.log"));
+  write(t / "app.log", "no newline yet");
+  r.step();
+  const auto* s = r.rec.find(t / "app.log");
+  REQUIRE(s);
+  CHECK(s->idles == 0);
+  CHECK(r.tailer.next_timeout() <= std::chrono::milliseconds(2001));
+  r.clock.advance(std::chrono::milliseconds(1500));
+  r.tailer.poll_once();
+  CHECK(s->idles == 0);
+  r.clock.advance(std::chrono::milliseconds(600));
+  r.tailer.poll_once();
+  CHECK(s->idles == 1);
+  r.clock.advance(std::chrono::seconds(5));
+  r.tailer.poll_once();
+  CHECK(s->idles == 1);  // once per burst
+}
+
+TEST_CASE_METHOD(TailFixture, "reading is bounded per poll and fair") {
+  std::string big(3 * 1024 * 1024, 'x');
+  big += "\n";
+  write(t / "a.log", big);
+  write(t / "b.log", big);
+  opts.read_chunk_bytes = 64 * 1024;
+  opts.max_bytes_per_poll = 256 * 1024;
+  auto& r = start(files(t / "*.log"));
+  r.clock.advance(std::chrono::seconds(2));
+  CHECK(r.tailer.poll_once());  // more to read
+  auto a = r.rec.data_of(t / "a.log").size(), b = r.rec.data_of(t / "b.log").size();
+  CHECK(a + b <= 256 * 1024);
+  CHECK(a > 0);
+  CHECK(b > 0);
+  int polls = 1;
+  while (r.tailer.poll_once()) ++polls;
+  CHECK(polls >= 20);
+  CHECK(r.rec.data_of(t / "a.log").size() == big.size());
+  CHECK(r.rec.data_of(t / "b.log").size() == big.size());
+}
+
+TEST_CASE_METHOD(TailFixture,
+                 "Kubernetes pod logs: names, labels, a new restart is a new instance, faultline's own pod is skipped") {
+  std::string pod = t / "pods/ml_vllm-0_uid-1/vllm";
+  std::string self = t / "pods/monitoring_faultline-abcde_uid-2/faultline";
+  fs::create_directories(pod);
+  fs::create_directories(self);
+  auto& r = start(files(t / "pods/*/*/*.log"));
+  r.step();
+  write(pod + "/0.log", "2026-11-30T10:00:00Z stdout F a\n");
+  write(self + "/0.log", "2026-11-30T10:00:00Z stdout F self\n");
+  r.step();
+  const auto* s = r.rec.find("ml/vllm-0/vllm");
+  REQUIRE(s);
+  CHECK(s->format == ContainerFormat::cri);
+  CHECK(s->identity.logical == "ml/vllm-0/vllm");
+  CHECK(s->identity.instance == "0");
+  CHECK(*find_field(s->identity.labels, "namespace") == "ml");
+  CHECK(*find_field(s->identity.labels, "pod") == "vllm-0");
+  CHECK(*find_field(s->identity.labels, "container") == "vllm");
+  CHECK(*find_field(s->identity.labels, "restart") == "0");
+  CHECK(!r.rec.find("monitoring/faultline-abcde/faultline"));
+  // The container restarts.
+  write(pod + "/1.log", "2026-11-30T10:01:00Z stdout F b\n");
+  r.step();
+  r.step();
+  CHECK(r.rec.saw("new_instance ml/vllm-0/vllm @0 L1 i=1"));
+  CHECK(*find_field(s->identity.labels, "restart") == "1");
+  CHECK(s->data == "2026-11-30T10:00:00Z stdout F a\n2026-11-30T10:01:00Z stdout F b\n");
+}
+
+TEST_CASE_METHOD(TailFixture, "restart files found together are read in restart order") {
+  std::string pod = t / "pods/ml_p_uid/c";
+  fs::create_directories(pod);
+  write(pod + "/10.log", "ten\n");
+  write(pod + "/9.log", "nine\n");
+  auto& r = start(files(t / "pods/*/*/*.log"));
+  r.step();
+  r.step();
+  CHECK(r.rec.data_of("ml/p/c") == "nine\nten\n");
+}
+
+TEST_CASE_METHOD(TailFixture, "symlinks are followed; the same file under two names is read once") {
+  fs::create_directories(t.path / "pods/ns_p_uid/c");
+  fs::create_directories(t.path / "containers");
+  write(t / "pods/ns_p_uid/c/0.log", "2026-11-30T10:00:00Z stdout F x\n");
+  fs::create_symlink(t / "pods/ns_p_uid/c/0.log", t / ("containers/p_ns_c-" + std::string(64, 'a') + ".log"));
+  auto& r = start({files(t / "containers/*.log"), files(t / "pods/*/*/*.log")});
+  r.step();
+  REQUIRE(r.rec.streams.size() == 1);
+  CHECK(r.rec.streams[0].identity.name == "ns/p/c");
+  CHECK(*find_field(r.rec.streams[0].identity.labels, "restart") == "0");  // from the link's target
+  CHECK(r.rec.streams[0].data == "2026-11-30T10:00:00Z stdout F x\n");
+}
+
+TEST_CASE_METHOD(TailFixture, "exclude globs and stream names from a template") {
+  write(t / "a.log", "a\n");
+  write(t / "b.log", "b\n");
+  SourceSpec s = files(t / "*.log");
+  s.exclude = {"*/b.log"};
+  s.name = "svc/{stem}";
+  s.source = "apps";
+  s.labels = {{"cluster", "c1"}};
+  auto& r = start(s);
+  r.step();
+  REQUIRE(r.rec.streams.size() == 1);
+  CHECK(r.rec.streams[0].identity.name == "svc/a");
+  CHECK(*find_field(r.rec.streams[0].identity.labels, "source") == "apps");
+  CHECK(*find_field(r.rec.streams[0].identity.labels, "cluster") == "c1");
+}
+
+TEST_CASE_METHOD(TailFixture, "unreadable files are counted and skipped") {
+  if (::geteuid() == 0) {
+    SUCCEED("root reads everything");
+    return;
+  }
+  write(t / "secret.log", "x\n");
+  ::chmod((t / "secret.log").c_str(), 0);
+  auto& r = start(files(t / "*.log"));
+  r.step();
+  CHECK(r.tailer.stats().unreadable >= 1);
+  CHECK(r.rec.streams.empty());
+}
+
+namespace {
+
+const SourceTailStats* stats_of(const std::vector<SourceTailStats>& all, const std::string& source) {
+  for (const auto& s : all)
+    if (s.source == source) return &s;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE_METHOD(TailFixture, "per-source counters are charged to the source a file belongs to") {
+  fs::create_directories(t.path / "apps");
+  fs::create_directories(t.path / "sys");
+  write(t / "apps/a.log", lines(1, 2));
+  write(t / "sys/s.log", lines(1, 5));
+  SourceSpec apps = files(t / "apps/*.log");
+  apps.source = "apps";
+  SourceSpec sys = files(t / "sys/*.log");
+  sys.source = "sys";
+  SourceSpec kernel;
+  kernel.kind = SourceKind::kmsg;
+  kernel.paths = {t / "no-such-kmsg"};
+  kernel.optional = true;
+  auto& r = start({apps, sys, kernel});
+  r.step();
+  fs::rename(t / "sys/s.log", t / "sys/s.log.1");
+  write(t / "sys/s.log", lines(6, 6));
+  r.step();
+  r.step(std::chrono::milliseconds(600));
+  REQUIRE(r.rec.data_of(t / "sys/s.log") == lines(1, 6));
+
+  auto all = r.tailer.source_stats();
+  REQUIRE(all.size() == 3);  // every configured source, sorted by label
+  CHECK(all[0].source == "apps");
+  CHECK(all[1].source == "kmsg");
+  CHECK(all[2].source == "sys");
+  const auto* a = stats_of(all, "apps");
+  const auto* s = stats_of(all, "sys");
+  const auto* k = stats_of(all, "kmsg");
+  CHECK(a->bytes == lines(1, 2).size());
+  CHECK(s->bytes == lines(1, 6).size());
+  CHECK(a->files_opened == 1);
+  CHECK(s->files_opened == 2);
+  CHECK(a->rotations == 0);
+  CHECK(s->rotations == 1);
+  CHECK(k->unreadable == 1);  // the kernel log that cannot be opened
+  CHECK(a->unreadable == 0);
+  // The per-source counters add up to the Tailer's.
+  const auto& total = r.tailer.stats();
+  std::uint64_t bytes = 0, opened = 0, rotations = 0, unreadable = 0;
+  for (const auto& e : all) {
+    bytes += e.bytes;
+    opened += e.files_opened;
+    rotations += e.rotations;
+    unreadable += e.unreadable;
+  }
+  CHECK(bytes == total.bytes);
+  CHECK(opened == total.files_opened);
+  CHECK(rotations == total.rotations);
+  CHECK(unreadable == total.unreadable);
+
+  // A file of `sys` that went away while stopped: its unread bytes are charged to `sys`, not to the first source.
+  TailPositions saved = r.tailer.positions();
+  FilePosition gone;
+  gone.path = t / "sys/old.log";
+  gone.dev = 1;
+  gone.inode = 987654321;
+  gone.offset = 10;
+  gone.size = 110;
+  saved.files.push_back(gone);
+  auto& again = start({apps, sys}, &saved);
+  again.step();
+  auto after = again.tailer.source_stats();
+  CHECK(again.tailer.stats().rotated_unread_bytes == 100);
+  CHECK(stats_of(after, "sys")->rotated_unread_bytes == 100);
+  CHECK(stats_of(after, "apps")->rotated_unread_bytes == 0);
+}
+
+TEST_CASE_METHOD(TailFixture, "kmsg-format records from a file become timed lines; a restart skips what was processed") {
+  write(t / "kmsg", "6,10,1000000,-;first\n SUBSYSTEM=x\n3,11,2000000,-;NVRM: Xid 79\n");
+  SourceSpec s;
+  s.kind = SourceKind::kmsg;
+  s.paths = {t / "kmsg"};
+  s.start_at = StartAt::beginning;
   TailPositions saved;
   {
-    ManualClock clock;
-    Recorder rec;
-    Tailer tailer(options(), clock, rec);
-    tailer.add_source(files(t / "app.log*"));
-    tailer.restore(nullptr);
-    step(tailer, clock);
-    saved = tailer.positions();
+    auto& r = start(s);
+    r.step();
+    REQUIRE(r.rec.streams.size() == 1);
+    CHECK(r.rec.streams[0].identity.name == "kmsg");
+    CHECK(*find_field(r.rec.streams[0].identity.labels, "source") == "kmsg");
+    auto data = r.rec.streams[0].data;
+    CHECK(data.find(" INFO kernel: first\n") != std::string::npos);
+    CHECK(data.find(" ERROR kernel: NVRM: Xid 79\n") != std::string::npos);
+    CHECK(data.find("SUBSYSTEM") == std::string::npos);
+    CHECK(r.tailer.stats().kmsg_records == 2);
+    saved = r.tailer.positions();
   }
-  write(t / "app.log", lines(4, 4));
-  fs::rename(t / "app.log", t / "app.log.1");
-  write(t / "app.log", lines(5, 5));
-  ManualClock clock;
-  Recorder rec;
-  Tailer tailer(options(), clock, rec);
-  tailer.add_source(files(t / "app.log*"));
-  tailer.restore(&saved);
-  step(tailer, clock);
-  step(tailer, clock);
-  CHECK(rec.data_of(t / "app.log") == lines(4, 5));
-  CHECK(!rec.find(t / "app.log.1"));
-  // Restarted again: nothing is read twice.
-  auto again = tailer.positions();
-  ManualClock clock2;
-  Recorder rec2;
-  Tailer tailer2(options(), clock2, rec2);
-  tailer2.add_source(files(t / "app.log*"));
-  tailer2.restore(&again);
-  step(tailer2, clock2);
-  step(tailer2, clock2);
-  CHECK(rec2.data_of(t / "app.log").empty());
-  CHECK(rec2.data_of(t / "app.log.1").empty());
+  CHECK(saved.kmsg.valid);
+  CHECK(saved.kmsg.seq == 11);
+  write(t / "kmsg", "4,12,3000000,-;third\n");
+  {
+    auto& r = start(s, &saved);
+    r.step();
+    REQUIRE(r.rec.streams.size() == 1);
+    CHECK(r.rec.streams[0].data.find("first") == std::string::npos);
+    CHECK(r.rec.streams[0].data.find(" WARNING kernel: third\n") != std::string::npos);
+    CHECK(r.rec.saw("resumed kmsg @" + std::to_string(saved.kmsg.offset)));
+  }
+}
+
+TEST_CASE("the inotify reader owns its descriptor, adds watches and drains every queued event") {
+  TempDir t;
+  InotifyReader none;
+  CHECK(!none.valid());
+  CHECK(none.drain([](const InotifyEvent&) {}) == 0);
+
+  auto opened = InotifyReader::open();
+  REQUIRE(opened.ok());
+  InotifyReader reader = std::move(*opened);
+  REQUIRE(reader.valid());
+  CHECK(!opened->valid());  // moved from: owns nothing
+  auto wd = reader.add_watch(t.path.string(), IN_CREATE | IN_MODIFY | IN_DELETE | IN_ONLYDIR);
+  REQUIRE(wd.ok());
+  auto again = reader.add_watch(t.path.string(), IN_CREATE | IN_MODIFY | IN_DELETE | IN_ONLYDIR);
+  REQUIRE(again.ok());
+  CHECK(*again == *wd);  // the same directory: the same watch
+  auto missing = reader.add_watch(t / "missing", IN_CREATE);
+  REQUIRE(!missing.ok());
+  CHECK(missing.error().message.find(t / "missing") != std::string::npos);
+
+  CHECK(reader.drain([](const InotifyEvent&) {}) == 0);  // nothing yet, and no blocking
+  write(t / "a.log", "x\n");
+  write(t / "b.log", "y\n");
+  std::vector<std::string> created;
+  std::size_t modified = 0;
+  std::size_t n = reader.drain([&](const InotifyEvent& ev) {
+    CHECK(ev.wd == *wd);
+    if (ev.mask & IN_CREATE) created.emplace_back(ev.name);
+    if (ev.mask & IN_MODIFY) ++modified;
+  });
+  CHECK(n == created.size() + modified);
+  CHECK(created == std::vector<std::string>{"a.log", "b.log"});
+  CHECK(modified >= 2);
+  CHECK(reader.drain([](const InotifyEvent&) {}) == 0);  // drained
+
+  // Moved into another holder, the descriptor stays open once and is closed once.
+  int fd = reader.fd();
+  InotifyReader other;
+  other = std::move(reader);
+  CHECK(other.fd() == fd);
+  CHECK(!reader.valid());
+  other.remove_watch(*wd);
+  std::size_t ignored = 0;
+  other.drain([&](const InotifyEvent& ev) { ignored += (ev.mask & IN_IGNORED) ? 1 : 0; });
+  CHECK(ignored == 1);
 }
