@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "../../daemon/app/input.hpp"
+#include "app/input.hpp"
 
 using faultline::app::ScanInput;
 
