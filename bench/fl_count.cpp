@@ -1,7 +1,7 @@
 // fl_count -- faultline's own per-pattern matching-line counts, and a breakdown of where scan time goes.
 //
 // Links faultline_core and drives the public API the product uses (load_rules, compile_rules, Decoder, Scanner,
-// Pipeline) over a file held in memory:
+// Replay) over a file held in memory:
 //
 //   fl_count [--rules PATH]... [--levels] [--format auto|raw|cri|docker] [--export FILE] [--counts]
 //            [--hits FILE] [--stages decode,scan,pipeline] [--reps N] [--cache DIR] [--json] FILE
@@ -20,7 +20,8 @@
 //             refer to the input in place; time and level are left to whoever looks at a record (so this stage
 //             reads none; the scanner and the correlator look at the lines that hit)
 //   scan      decode + Scanner::scan per 256 KiB batch (Hyperscan + level filter + RE2 confirm/capture)
-//   pipeline  the whole Pipeline (decode + scan + correlate), incidents counted, no output
+//   pipeline  the whole Pipeline (decode + scan + correlate) through a Replay, as `faultline scan` drives it;
+//             incidents counted, no output
 // The counts come from the first `scan` repetition.
 #include <time.h>
 
@@ -39,7 +40,7 @@
 
 #include "faultline/decode.hpp"
 #include "faultline/match.hpp"
-#include "faultline/pipeline.hpp"
+#include "faultline/replay.hpp"
 #include "faultline/rules.hpp"
 
 using namespace faultline;
@@ -199,14 +200,15 @@ int main(int argc, char** argv) {
       double w0 = wall(), t0 = thread_cpu();
       if (stage == "pipeline") {
         std::uint64_t n = 0;
-        Pipeline p(compiled.rules, [&](const Incident&) { ++n; });
+        ReplayOptions options;
+        options.start = read_time;
+        options.on_incident = [&](const Incident&) { ++n; };
+        Replay replay(compiled.rules, std::move(options));
         StreamIdentity id;
         id.name = id.logical = id.instance = input;
-        auto s = p.add_stream(id, decode);
-        for (std::size_t off = 0; off < data.size(); off += kChunk)
-          p.feed(s, std::string_view(data).substr(off, kChunk), read_time);
-        p.flush_partial(s, read_time);
-        p.finish(p.now());
+        auto s = replay.add_stream(id, decode);
+        for (std::size_t off = 0; off < data.size(); off += kChunk) replay.feed(s, std::string_view(data).substr(off, kChunk));
+        replay.finish();
         incidents = n;
       } else {
         const bool scan = stage == "scan";

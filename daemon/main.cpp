@@ -2,6 +2,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -11,18 +12,42 @@
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: faultline <command> [options]
+using faultline::app::Args;
 
-commands:
-  run      follow logs and raise incidents (the daemon)
-  scan     scan files or standard input once and print the incidents found
-  check    validate rule files and compile their patterns
-  test     run the tests of rule files
-  rules    list the loaded rules (rules list [--markdown])
-  version  print the version
+// `run` keeps its own parser for now; it is handed its arguments as argv.
+int cmd_run(const Args& args) {
+  std::vector<std::string> copies = args;
+  std::vector<char*> argv;
+  for (auto& a : copies) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  return faultline::app::run_command(static_cast<int>(copies.size()), argv.data());
+}
 
-'faultline <command> --help' describes a command.
-)";
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(const Args&);
+};
+
+constexpr std::array kCommands{
+    Command{"run", "follow logs and raise incidents (the daemon)", cmd_run},
+    Command{"scan", "scan files or standard input once and print the incidents found", faultline::app::cmd_scan},
+    Command{"check", "validate rule files and compile their patterns", faultline::app::cmd_check},
+    Command{"test", "run the tests of rule files", faultline::app::cmd_test},
+    Command{"rules", "list the loaded rules (rules list [--markdown])", faultline::app::cmd_rules},
+    Command{"version", "print the version", faultline::app::cmd_version},
+};
+
+std::string usage() {
+  std::string out = "usage: faultline <command> [options]\n\ncommands:\n";
+  for (const auto& c : kCommands) {
+    std::string name = c.name;
+    name.resize(9, ' ');
+    out += "  " + name + c.summary + "\n";
+  }
+  out += "\n'faultline <command> --help' describes a command.\n";
+  return out;
+}
 
 }  // namespace
 
@@ -31,27 +56,25 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(logger);
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
   if (argc < 2) {
-    std::cerr << kUsage;
+    std::cerr << usage();
     return 2;
   }
   std::string command = argv[1];
-  std::vector<std::string> args(argv + 2, argv + argc);
-  using namespace faultline::app;
-  try {
-    if (command == "scan") return cmd_scan(args);
-    if (command == "check") return cmd_check(args);
-    if (command == "test") return cmd_test(args);
-    if (command == "rules") return cmd_rules(args);
-    if (command == "version" || command == "--version") return cmd_version(args);
-    if (command == "run") return run_command(argc - 2, argv + 2);
-    if (command == "-h" || command == "--help" || command == "help") {
-      std::cout << kUsage;
-      return 0;
-    }
-  } catch (const std::exception& e) {
-    std::cerr << "faultline " << command << ": " << e.what() << "\n";
-    return 2;
+  if (command == "--version") command = "version";
+  if (command == "-h" || command == "--help" || command == "help") {
+    std::cout << usage();
+    return 0;
   }
-  std::cerr << "faultline: unknown command '" << command << "'\n" << kUsage;
+  const Args args(argv + 2, argv + argc);
+  for (const auto& c : kCommands) {
+    if (command != c.name) continue;
+    try {
+      return c.run(args);
+    } catch (const std::exception& e) {
+      std::cerr << "faultline " << command << ": " << e.what() << "\n";
+      return 2;
+    }
+  }
+  std::cerr << "faultline: unknown command '" << command << "'\n" << usage();
   return 2;
 }

@@ -123,29 +123,4 @@ ConfigResult load_config(const std::string& path) {
   return load_config_from_string(ss.str(), path);
 }
 
-void apply_rule_overrides(RuleSet& rules, const std::vector<RuleOverride>& overrides,
-                          std::vector<Diagnostic>& diagnostics) {
-  for (const auto& o : overrides) {
-    auto it = std::find_if(rules.rules.begin(), rules.rules.end(), [&](const Rule& r) { return r.id == o.rule; });
-    if (it == rules.rules.end()) {
-      diagnostics.push_back(Diagnostic{Diagnostic::Kind::warning, o.pos,
-                                       "override for rule '" + o.rule + "', which is not loaded"});
-      continue;
-    }
-    if (o.enabled && !*o.enabled) {
-      rules.rules.erase(it);
-      rules.build_index();
-      continue;
-    }
-    if (o.severity) it->severity = *o.severity;
-    for (const auto& [k, v] : o.labels) set_field(it->labels, k, v);
-    // The override is part of the rule's definition: state machines of a changed rule start over on reload.
-    if (o.severity || !o.labels.empty()) {
-      it->content_hash += "+o";
-      if (o.severity) it->content_hash += std::string(to_string(*o.severity));
-      for (const auto& [k, v] : o.labels) it->content_hash += "," + k + "=" + v;
-    }
-  }
-}
-
 }  // namespace faultline

@@ -1,6 +1,7 @@
 // config: the daemon's one YAML file (reference: docs/config.md), decoded once into typed structs. Every problem —
 // unknown key, wrong type, bad duration or size, bad enum value — is reported with its 1-based file:line:column, all
-// of them at once, and nothing starts. Also: the built-in defaults (no config file) and rule overrides.
+// of them at once, and nothing starts. Also: the built-in defaults (no config file). Rule overrides are read here and
+// applied by the catalog (catalog.hpp).
 // Plain values; the functions are thread-safe (they read the file and the environment, nothing else). Includes no
 // metrics or HTTP headers: a sink's configuration is sink_config.hpp, not sinks.hpp.
 #pragma once
@@ -11,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "faultline/catalog.hpp"
 #include "faultline/decode.hpp"
 #include "faultline/pipeline.hpp"
 #include "faultline/rules.hpp"
@@ -28,15 +30,6 @@ struct LogSettings {
   LogFormat format = LogFormat::text;
 };
 bool valid_log_level(std::string_view level);
-
-// Changes to a loaded rule, applied before compiling.
-struct RuleOverride {
-  std::string rule;                 // rule id
-  std::optional<bool> enabled;      // false: the rule is removed
-  std::optional<Severity> severity;
-  Fields labels;                    // added to (or replacing) the rule's static labels
-  Position pos;
-};
 
 struct RulesSettings {
   std::vector<std::string> paths;   // files or directories; empty: the shipped catalog (default_rules_dir())
@@ -84,10 +77,6 @@ struct ConfigResult {
 Config default_config();
 ConfigResult load_config(const std::string& path);
 ConfigResult load_config_from_string(std::string_view yaml, std::string_view file_name);
-
-// Applies overrides to a loaded rule set. An override naming no loaded rule is a warning in `diagnostics`.
-void apply_rule_overrides(RuleSet& rules, const std::vector<RuleOverride>& overrides,
-                          std::vector<Diagnostic>& diagnostics);
 
 // "64KiB", "1MiB", "2GiB", "10MB", "512", "512B". No sign, no fraction.
 std::optional<std::uint64_t> parse_size(std::string_view text);

@@ -1,4 +1,4 @@
-// Helpers shared by the unit tests: compile rules from YAML text and run lines through the real pipeline.
+// Helpers shared by the unit tests: compile rules from YAML text and replay lines through the real pipeline.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -8,6 +8,7 @@
 
 #include "faultline/match.hpp"
 #include "faultline/pipeline.hpp"
+#include "faultline/replay.hpp"
 #include "faultline/rules.hpp"
 
 namespace faultline::testing {
@@ -24,24 +25,32 @@ inline std::shared_ptr<const CompiledRules> compile_yaml(const std::string& yaml
 
 inline Time at(int seconds) { return Time(std::chrono::seconds(1764410000 + seconds)); }
 
-// Feeds lines (each gets "\n") to one stream of a pipeline, all read at `read_time`.
+// Feeds lines (each gets "\n") to one stream through a Replay, read at `read_time`. `emitted` holds every revision;
+// replay.incidents() the latest of each. `pipeline` is the replay's, for what a test drives by hand.
 struct Harness {
   std::vector<Incident> emitted;
-  Pipeline pipeline;
+  Replay replay;
+  Pipeline& pipeline;
   std::uint32_t stream;
   StreamIdentity identity;
 
   explicit Harness(std::shared_ptr<const CompiledRules> rules, std::string name = "pod-a")
-      : pipeline(std::move(rules), [this](const Incident& i) { emitted.push_back(i); }) {
+      : replay(std::move(rules), options(emitted)), pipeline(replay.pipeline()) {
     StreamIdentity id;
     id.name = name;
     id.logical = name;
     id.instance = name + "#0";
     identity = id;
-    DecodeOptions options;
-    options.format = ContainerFormat::raw;
-    options.time.reference = at(0);
-    stream = pipeline.add_stream(id, options);
+    DecodeOptions decode;
+    decode.format = ContainerFormat::raw;
+    stream = replay.add_stream(id, decode);
+  }
+
+  static ReplayOptions options(std::vector<Incident>& emitted) {
+    ReplayOptions o;
+    o.start = at(0);
+    o.on_incident = [&emitted](const Incident& i) { emitted.push_back(i); };
+    return o;
   }
 
   // The stream's identity as a new instance (a restarted container).
@@ -52,8 +61,8 @@ struct Harness {
   }
 
   void line(const std::string& text, Time read_time = at(0)) {
-    pipeline.feed(stream, text + "\n", read_time);
-    pipeline.drain();
+    replay.start(read_time);
+    replay.line(stream, text);
   }
   void lines(const std::vector<std::string>& texts, Time read_time = at(0)) {
     for (const auto& t : texts) line(t, read_time);

@@ -1,14 +1,17 @@
-// The command line's input reader: mapped regular files a window at a time, pipes read into a buffer, files that
-// shrink while being read end early instead of faulting.
+// The command line's pieces: the input reader (mapped regular files a window at a time, pipes read into a buffer,
+// files that shrink while being read end early instead of faulting) and the rule-test engine.
 #include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
-#include "../../daemon/app/input.hpp"
+#include "app/input.hpp"
+#include "app/rule_tests.hpp"
+#include "support.hpp"
 
 using faultline::app::ScanInput;
 
@@ -93,4 +96,45 @@ TEST_CASE("standard input and pipes are read, not mapped; empty and missing file
   CHECK(missing.error().find("No such file") != std::string::npos);
   std::string_view piece;
   CHECK_FALSE(missing.next(piece));
+}
+
+TEST_CASE("a rule test replays its lines on a virtual clock and compares the incidents it expects", "[app]") {
+  auto compiled = faultline::testing::compile_yaml(R"(
+id: never-ready
+title: server never became ready
+severity: warning
+events:
+  start: 'Starting server'
+  ready: 'Application startup complete'
+sequence:
+  - event: start
+  - absent: ready
+    for: 10m
+tests:
+  - name: fires once the window has passed
+    lines:
+      - "2026-01-01T00:00:00Z Starting server"
+    advance: 11m
+    expect:
+      - severity: warning
+  - name: expects the wrong severity
+    lines:
+      - "2026-01-01T00:00:00Z Starting server"
+      - after: 11m
+        text: "2026-01-01T00:11:00Z still starting"
+    expect:
+      - severity: critical
+)");
+  const auto& tests = compiled->rule_set().rules[0].tests;
+  REQUIRE(tests.size() == 2);
+  CHECK(faultline::app::replay_test(compiled, tests[0], "").size() == 1);
+  CHECK(faultline::app::replay_test(compiled, tests[1], "").size() == 1);  // `after:` ran the clock past the window
+
+  std::ostringstream out;
+  auto summary = faultline::app::run_rule_tests(compiled, out, /*verbose=*/true);
+  CHECK(summary.passed == 1);
+  CHECK(summary.failed == 1);
+  CHECK(out.str().find("ok   never-ready: fires once the window has passed\n") != std::string::npos);
+  CHECK(out.str().find("FAIL never-ready: expects the wrong severity") != std::string::npos);
+  CHECK(out.str().find("rule never-ready incident 1: severity differs") != std::string::npos);
 }

@@ -1,0 +1,70 @@
+// replay: recorded input — files, byte strings, test lines — fed through a Pipeline on a virtual clock, with the
+// incidents it raises collected as the latest revision of each, in order of first emission. The one driver behind
+// `faultline scan`, `faultline test`, the unit tests and the benchmark. Owned by one thread; not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "faultline/incident.hpp"
+#include "faultline/pipeline.hpp"
+
+namespace faultline {
+
+struct ReplayOptions {
+  Time start{};  // the virtual clock at first: the read time of what is fed before start()/after()/advance()
+  PipelineOptions pipeline;
+  // Every revision, as it is emitted (`scan --json` prints them; unit tests keep them all). May be empty.
+  std::function<void(const Incident&)> on_incident;
+};
+
+class Replay {
+ public:
+  explicit Replay(std::shared_ptr<const CompiledRules> rules, ReplayOptions options = {});
+  Replay(const Replay&) = delete;
+  Replay& operator=(const Replay&) = delete;
+
+  // Registers a stream. Times its lines print without a date are read against the clock as it is now, unless
+  // `decode.time.reference` is set.
+  std::uint32_t add_stream(StreamIdentity identity, DecodeOptions decode = {});
+  // Bytes of a stream, read at the clock's time; lines are scanned and correlated as batches fill.
+  void feed(std::uint32_t stream, std::string_view bytes);
+  // One line of a stream (a newline is added), scanned and correlated at once.
+  void line(std::uint32_t stream, std::string_view text);
+  // End of a stream's input: a last line without its newline becomes a record, and all of it is processed.
+  void end_stream(std::uint32_t stream);
+
+  // The virtual clock. start(t): what is fed next was read at `t`; the event clock does not move.
+  void start(Time t);
+  // Time runs on by `d` from the latest time seen — the event clock once any line was read, else the clock — and
+  // the event clock moves there (windows close, absences fire, holds are released).
+  void after(Duration d);
+  // The clock and the event clock move to `t`.
+  void advance(Time t);
+  Time clock() const { return clock_; }
+
+  // End of input: every stream's partial line is flushed and held incidents are released.
+  void finish();
+
+  // The latest revision of every incident, in order of first emission.
+  const std::vector<Incident>& incidents() const { return incidents_; }
+  const PipelineStats& stats() const { return pipeline_.stats(); }
+  // For what Replay does not wrap: --explain tracing, state, new instances of a stream.
+  Pipeline& pipeline() { return pipeline_; }
+  const Pipeline& pipeline() const { return pipeline_; }
+
+ private:
+  void collect(const Incident& incident);
+
+  std::function<void(const Incident&)> on_incident_;
+  std::vector<Incident> incidents_;
+  std::unordered_map<std::string, std::size_t> index_;  // incident id → its place in incidents_
+  Time clock_;
+  Pipeline pipeline_;  // last: its handler refers to the members above
+};
+
+}  // namespace faultline
