@@ -138,11 +138,7 @@ Pipeline::StreamProgress Pipeline::progress(std::uint32_t stream) const {
 const DecodeStats& Pipeline::decode_stats(std::uint32_t stream) const { return impl_->decoders.at(stream).stats(); }
 
 std::string Pipeline::save_state() const { return impl_->correlator.save_state(); }
-Result<void> Pipeline::load_state(std::string_view json) {
-  std::string error;
-  if (!impl_->correlator.load_state(json, &error)) return Error{error};
-  return {};
-}
+Result<void> Pipeline::load_state(std::string_view json) { return impl_->correlator.load_state(json); }
 void Pipeline::set_trace(std::function<void(const std::string&)> trace) { impl_->correlator.set_trace(std::move(trace)); }
 Time Pipeline::now() const { return impl_->correlator.now(); }
 const CorrelatorStats& Pipeline::correlator_stats() const { return impl_->correlator.stats(); }

@@ -3,6 +3,24 @@
 // become revisions, quiet periods and resolve events end them, and cascade incidents are attributed to the root
 // cause that explains them. Deterministic: the same records give the same incidents however they are batched.
 // Owned by the pipeline thread; not thread-safe.
+//
+// The room's words:
+//   story          the state of one rule for one key (a stream, a node, captured fields): which steps were seen,
+//                  with what evidence; it begins at the rule's first required step and resets after it fires.
+//   raised         a story raised its incident when it completed, or reached a step with a severity (an early
+//                  warning); raising again revises the same open incident (escalation, repeat) instead of a new one.
+//   held           a raised incident not emitted yet: waiting for optional evidence that may arrive a little out of
+//                  order (the rule's tolerance) or for a root cause printed after it (cascade); released by line
+//                  count, event time or end of input.
+//   boundary       a reset or a new instance of the stream since an incident's last completion: the next completion
+//                  is a repeat, not the same failure printed again.
+//   decisive line  a hit that counted for a required step (or an optional step with a severity); the first one
+//                  fixes the incident's id and first_seen.
+//   cascade        a rule whose incidents are symptoms of some other failure: held for a while, then emitted pointing
+//                  at the incident that explains them, if any.
+//   root cause     the incident that explains another (caused_by): a non-cascade incident on a related stream (same
+//                  stream, same pod, or same node for node-keyed rules) close in time — of higher priority, unless
+//                  the one explained is a cascade.
 #pragma once
 
 #include <cstdint>
@@ -12,14 +30,18 @@
 #include <string_view>
 #include <vector>
 
+#include "faultline/clock.hpp"
 #include "faultline/decode.hpp"
 #include "faultline/incident.hpp"
 #include "faultline/match.hpp"
+#include "faultline/result.hpp"
 
 namespace faultline {
 
 struct CorrelatorOptions {
   std::size_t max_stories = 100000;  // live state machines; the oldest idle one is dropped beyond this (counted)
+  // Stamps Incident::read_at (the incident latency metric starts there). Must outlive the correlator.
+  const Clock* clock = &SystemClock::instance();
 };
 
 struct CorrelatorStats {
@@ -52,7 +74,8 @@ class Correlator {
 
   // Snapshot of in-flight state (stories, open incidents), for checkpoints. Versioned JSON.
   std::string save_state() const;
-  bool load_state(std::string_view json, std::string* error = nullptr);
+  // Restores a snapshot on top of the current state. Malformed JSON or a newer version is an Error.
+  Result<void> load_state(std::string_view json);
 
   // `scan --explain`: a line of text for every state change.
   void set_trace(std::function<void(const std::string&)> trace);

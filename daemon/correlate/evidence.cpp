@@ -1,0 +1,147 @@
+// Evidence assembly and the streams' rings of last lines.
+#include "evidence.hpp"
+
+#include <algorithm>
+
+namespace faultline::correlate {
+
+namespace {
+
+constexpr std::size_t kRingLines = 20;
+// Context lines older than this are no use as the lines before a decisive one; an idle stream's are freed, so a node
+// that sees thousands of short-lived pods does not keep their last lines forever.
+constexpr Duration kRingIdle = std::chrono::minutes(5);
+
+// Stream order: by stream, then position in it.
+bool evidence_before(const EvidenceLine& a, const EvidenceLine& b) {
+  return a.stream != b.stream ? a.stream < b.stream : a.offset != b.offset ? a.offset < b.offset : a.line < b.line;
+}
+
+bool same_line(const EvidenceLine& a, const EvidenceLine& b) {
+  return a.stream == b.stream && a.line == b.line && a.offset == b.offset;
+}
+
+}  // namespace
+
+StreamState& Streams::operator[](std::uint32_t index) {
+  if (index >= streams_.size()) streams_.resize(index + 1);
+  return streams_[index];
+}
+
+std::string Streams::name_of(std::uint32_t index) const {
+  return index < streams_.size() ? streams_[index].id.name : std::string();
+}
+
+std::uint32_t Streams::find_or_add(const std::string& name) {
+  for (std::uint32_t i = 0; i < streams_.size(); ++i) {
+    if (streams_[i].id.name == name) return i;
+  }
+  streams_.emplace_back();
+  streams_.back().id.name = name;
+  return static_cast<std::uint32_t>(streams_.size() - 1);
+}
+
+std::string Streams::logical_of(std::uint32_t index) {
+  const StreamState& s = (*this)[index];
+  return s.id.logical.empty() ? s.id.name : s.id.logical;
+}
+
+void Streams::keep_last_lines(const RecordBatch& batch, EventClock& clock) {
+  std::vector<std::vector<std::size_t>> newest;  // per stream: record indexes, newest first
+  for (std::size_t i = batch.size(); i-- > 0;) {
+    const RecordMeta& m = batch.records()[i];  // stream and line only: time and level may be deferred
+    if (m.stream >= newest.size()) newest.resize(m.stream + 1);
+    auto& v = newest[m.stream];
+    if (v.empty()) (*this)[m.stream].last_line = std::max((*this)[m.stream].last_line, m.line);
+    if (v.size() < kRingLines) v.push_back(i);
+  }
+  for (std::size_t si = 0; si < newest.size(); ++si) {
+    auto& ring = (*this)[static_cast<std::uint32_t>(si)].ring;
+    for (auto it = newest[si].rbegin(); it != newest[si].rend(); ++it) {
+      const RecordMeta& m = batch[*it];
+      clock.see(m);
+      std::string_view text = batch.text(*it);
+      ring.push_back(ContextLine{m.line, m.offset, m.time, std::string(text.substr(0, kContextText))});
+      ring_due_ = std::min(ring_due_, ring.back().time + kRingIdle);
+    }
+    while (ring.size() > kRingLines) ring.pop_front();
+  }
+}
+
+void Streams::free_idle_rings(Time now) {
+  if (now <= ring_due_) return;  // no ring can be idle yet: the sweep would touch every stream for nothing
+  ring_due_ = Time::max();
+  for (auto& st : streams_) {
+    if (st.ring.empty()) continue;
+    if (st.ring.back().time + kRingIdle < now)
+      std::deque<ContextLine>().swap(st.ring);
+    else
+      ring_due_ = std::min(ring_due_, st.ring.back().time + kRingIdle);
+  }
+}
+
+void collect_context(Streams& streams, const RecordBatch& batch, std::uint32_t rec, std::size_t want,
+                     std::vector<EvidenceLine>& into) {
+  if (want == 0) return;
+  const RecordMeta& meta = batch[rec];
+  const StreamState& stream = streams[meta.stream];
+  std::vector<EvidenceLine> found;
+  for (std::size_t i = rec; i-- > 0 && found.size() < want;) {
+    if (batch.records()[i].stream != meta.stream) continue;
+    found.push_back(evidence_line(stream, batch[i], batch.text(i), kContextText));
+  }
+  for (auto it = stream.ring.rbegin(); it != stream.ring.rend() && found.size() < want; ++it) {
+    if (it->line >= meta.line) continue;
+    found.push_back(evidence_line(stream, *it, it->text, kContextText));
+  }
+  into.insert(into.end(), std::make_move_iterator(found.rbegin()), std::make_move_iterator(found.rend()));
+}
+
+void add_step_evidence(std::vector<EvidenceLine>& lines, EvidenceLine line) {
+  if (lines.size() < kHitsPerStep) {
+    lines.push_back(std::move(line));
+  } else {
+    lines.back() = std::move(line);  // keep the first ones and the latest
+  }
+}
+
+std::vector<EvidenceLine> assemble_evidence(std::vector<EvidenceLine> all) {
+  std::sort(all.begin(), all.end(), evidence_before);
+  std::vector<EvidenceLine> unique;
+  for (auto& e : all) {
+    if (!unique.empty() && same_line(unique.back(), e)) {
+      if (unique.back().event.empty()) unique.back() = e;
+      continue;
+    }
+    unique.push_back(e);
+  }
+  if (unique.size() > kMaxEvidenceLines) {
+    // Drop context lines from the front first, then the oldest lines.
+    std::vector<EvidenceLine> kept;
+    std::size_t excess = unique.size() - kMaxEvidenceLines;
+    for (auto& e : unique) {
+      if (excess > 0 && e.event.empty()) {
+        --excess;
+        continue;
+      }
+      kept.push_back(std::move(e));
+    }
+    if (kept.size() > kMaxEvidenceLines) {
+      kept.erase(kept.begin(), kept.begin() + static_cast<long>(kept.size() - kMaxEvidenceLines));
+    }
+    unique = std::move(kept);
+  }
+  return unique;
+}
+
+std::vector<EvidenceLine> merge_evidence(std::vector<EvidenceLine> ev, const EvidenceLine& add) {
+  for (const auto& e : ev) {
+    if (same_line(e, add)) return ev;
+  }
+  ev.push_back(add);
+  std::sort(ev.begin(), ev.end(), evidence_before);
+  if (ev.size() > kMaxEvidenceLines) ev.erase(ev.begin());
+  return ev;
+}
+
+}  // namespace faultline::correlate

@@ -1,0 +1,86 @@
+// evidence: the lines an incident shows — the hits that made it, the context lines before its decisive hits (from
+// the batch being read, then from each stream's ring of last lines), in stream order, one entry per line, capped.
+// Also the table of streams the correlator knows, whose rings hold those last lines. Pipeline thread only.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "event_clock.hpp"
+#include "faultline/decode.hpp"
+#include "faultline/incident.hpp"
+
+namespace faultline::correlate {
+
+constexpr std::size_t kContextText = 512;  // a context line's text is cut here
+constexpr std::size_t kHitsPerStep = 3;    // evidence lines kept per step: the first ones and the latest
+
+struct ContextLine {
+  std::uint64_t line = 0;
+  std::uint64_t offset = 0;
+  Time time{};
+  std::string text;  // already cut at kContextText
+};
+
+struct StreamState {
+  StreamIdentity id;
+  std::uint64_t generation = 0;  // grows with every new instance
+  std::deque<ContextLine> ring;  // last lines before the current batch
+  std::uint64_t last_line = 0;
+};
+
+// The streams by index (records carry the index). Asking for an index not seen yet adds it.
+class Streams {
+ public:
+  StreamState& operator[](std::uint32_t index);
+  std::size_t size() const { return streams_.size(); }
+  // The stream's name, empty when the index was never seen.
+  std::string name_of(std::uint32_t index) const;
+  // The first stream of that name, added when there is none (a restored checkpoint names its streams).
+  std::uint32_t find_or_add(const std::string& name);
+  // The stream's logical identity (its name when it has none): what stories are keyed by.
+  std::string logical_of(std::uint32_t index);
+
+  // Keeps each stream's last lines of `batch` for context in later batches; they move the clock too.
+  void keep_last_lines(const RecordBatch& batch, EventClock& clock);
+  // Frees the rings of streams idle for a while (a node that sees thousands of short-lived pods).
+  void free_idle_rings(Time now);
+
+ private:
+  std::vector<StreamState> streams_;
+  Time ring_due_ = Time::max();  // no ring goes idle before this (a lower bound): the sweep is skipped till then
+};
+
+// The one way an EvidenceLine is made: from anything with a line, offset and time (a record, a ring line, a hit),
+// its text cut at `limit` and marked truncated when cut.
+template <class At>
+EvidenceLine evidence_line(const StreamState& stream, const At& at, std::string_view text, std::size_t limit) {
+  EvidenceLine e;
+  e.stream = stream.id.name;
+  e.line = at.line;
+  e.offset = at.offset;
+  e.time = at.time;
+  e.truncated = text.size() > limit;
+  e.text = std::string(text.substr(0, limit));
+  return e;
+}
+
+// Appends the up to `want` lines of the same stream before record `rec` of `batch` (then from the stream's ring),
+// oldest first.
+void collect_context(Streams& streams, const RecordBatch& batch, std::uint32_t rec, std::size_t want,
+                     std::vector<EvidenceLine>& into);
+
+// A step's evidence: the first kHitsPerStep - 1 lines and the latest.
+void add_step_evidence(std::vector<EvidenceLine>& lines, EvidenceLine line);
+
+// An incident's evidence from all the lines its story gathered: stream order, one entry per line (a line that
+// matched an event wins over the same line as context), at most kMaxEvidenceLines (context lines dropped first).
+std::vector<EvidenceLine> assemble_evidence(std::vector<EvidenceLine> all);
+
+// `ev` with `add` in its place, unless that line is there already; the oldest line goes beyond the cap.
+std::vector<EvidenceLine> merge_evidence(std::vector<EvidenceLine> ev, const EvidenceLine& add);
+
+}  // namespace faultline::correlate

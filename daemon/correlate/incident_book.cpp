@@ -1,0 +1,239 @@
+// The open-incident book: raise and revise, hold and release, resolve and expire.
+#include "incident_book.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace faultline::correlate {
+
+namespace {
+
+// The same failure printed again within this time of the last completion, with no restart in between, is the same
+// occurrence (a crash prints its error in the worker, the engine and the API server), not a repeat.
+constexpr Duration kRepeatGap = std::chrono::seconds(60);
+
+Severity max_severity(Severity a, Severity b) { return static_cast<int>(a) >= static_cast<int>(b) ? a : b; }
+
+void fill_texts(Incident& inc, const Rule& r) {
+  inc.title = expand_template(r.title, inc.fields);
+  inc.summary = expand_template(r.summary, inc.fields);
+  inc.remediation = expand_template(r.remediation, inc.fields);
+}
+
+}  // namespace
+
+void IncidentBook::raise(Story& s, Severity severity, bool completion, Time at, Call& call) {
+  const Rule& r = rules_[s.rule];
+  StoryKey key{s.rule, s.key};
+  auto it = open_.find(key);
+  if (it != open_.end() && it->second.incident.status == IncidentStatus::firing) {
+    OpenIncident& oi = it->second;
+    bool escalation = s.raised.has_value();  // this story already raised it: escalate, do not count twice
+    if (completion && !escalation) {
+      if (!oi.boundary && at - oi.last_completion < kRepeatGap && severity <= oi.incident.severity) {
+        if (trace_) trace_("  " + r.id + ": same occurrence printed again");
+        oi.incident.last_seen = std::max(oi.incident.last_seen, at);
+        s.raised = severity;
+        return;
+      }
+      ++oi.incident.count;
+      oi.boundary = false;
+    }
+    if (completion) oi.last_completion = at;
+    oi.incident.severity = max_severity(oi.incident.severity, severity);
+    oi.incident.last_seen = at;
+    schedule(key, oi);
+    for (const auto& [k, v] : s.fields) set_field(oi.incident.fields, k, v);
+    if (escalation || oi.incident.evidence.empty()) oi.incident.evidence = assemble_evidence(s.evidence());
+    fill_texts(oi.incident, r);
+    oi.incident.read_at = call.read_at;
+    if (oi.emitted) ++oi.incident.revision;
+    s.raised = max_severity(s.raised.value_or(severity), severity);
+    emit(oi, call);
+    return;
+  }
+  OpenIncident oi;
+  oi.rule = s.rule;
+  oi.stream = s.stream;
+  oi.last_completion = at;
+  Incident& inc = oi.incident;
+  inc.rule = r.id;
+  inc.severity = severity;
+  // first_seen: the first decisive line (optional evidence may be hours older).
+  inc.first_seen = s.first_decisive.empty() ? at : std::min(at, s.first_decisive_time);
+  inc.last_seen = at;
+  inc.fields = s.fields;
+  inc.evidence = assemble_evidence(s.evidence());
+  const StreamState& st = streams_[s.stream];
+  inc.stream = r.key.stream || r.key.fields.size() ? st.id.name : s.key;
+  if (r.key.node && !r.key.stream) inc.stream = s.key;
+  inc.stream_labels = st.id.labels;
+  inc.references = r.references;
+  inc.labels = r.labels;
+  inc.id = make_incident_id(r.id, s.key, s.first_decisive);
+  fill_texts(inc, r);
+  inc.read_at = call.read_at;
+  s.raised = severity;
+  hold_if_needed(oi, s, at, call);
+  if (oi.hold.held) ++held_;
+  auto [pos, inserted] = open_.insert_or_assign(key, std::move(oi));
+  OpenIncident& stored = pos->second;
+  schedule(key, stored);
+  attribution_.remember(stored.incident, stored.rule, stored.stream);
+  if (!stored.hold.held) {
+    attribute(stored);
+    emit(stored, call);
+  }
+  // A root cause arriving now may explain cascade incidents held on related streams.
+  if (!r.cascade.enabled) {
+    for (auto& [k, other] : open_) {
+      if (other.hold.held && other.hold.cascade && !other.incident.caused_by) attribute(other);
+    }
+  }
+}
+
+// Hold for missing optional evidence (tolerance) or for a root cause printed later (cascade).
+void IncidentBook::hold_if_needed(OpenIncident& oi, const Story& s, Time at, const Call& call) {
+  const Rule& r = rules_[s.rule];
+  bool tolerant = r.tolerance.lines > 0 || r.tolerance.time.count() > 0;
+  if (tolerant && missing_optional(s, r)) {
+    oi.hold.held = true;
+    oi.hold.until_time = r.tolerance.time.count() > 0 ? at + r.tolerance.time : Time::max();
+    oi.hold.until_line = r.tolerance.lines > 0 ? call.line + r.tolerance.lines
+                                               : std::numeric_limits<std::uint64_t>::max();
+    oi.hold.stream = s.stream;
+    if (trace_) trace_("  " + r.id + ": holding for late evidence");
+  }
+  if (r.cascade.enabled) {
+    oi.hold.held = true;
+    oi.hold.cascade = true;
+    oi.hold.until_time = std::max(oi.hold.until_time, at + r.cascade.hold);
+    oi.hold.until_line = std::numeric_limits<std::uint64_t>::max();
+    oi.hold.stream = s.stream;
+  }
+}
+
+void IncidentBook::late_evidence(const Story& s, const EvidenceLine& line, Call& call) {
+  auto it = open_.find(StoryKeyView{s.rule, s.key});
+  if (it == open_.end() || !it->second.hold.held || it->second.hold.cascade) return;
+  const Rule& r = rules_[s.rule];
+  OpenIncident& oi = it->second;
+  for (const auto& [k, v] : s.fields) set_field(oi.incident.fields, k, v);
+  oi.incident.evidence = merge_evidence(oi.incident.evidence, line);
+  fill_texts(oi.incident, r);
+  if (!missing_optional(s, r)) release(oi, "evidence complete", call);
+}
+
+void IncidentBook::release(OpenIncident& oi, const char* why, Call& call) {
+  if (!oi.hold.held) return;
+  oi.hold.held = false;
+  if (held_ > 0) --held_;
+  if (trace_) trace_("  " + oi.incident.rule + ": released (" + why + ")");
+  attribute(oi);
+  emit(oi, call);
+}
+
+void IncidentBook::emit(OpenIncident& oi, Call& call) {
+  if (oi.hold.held) return;
+  oi.emitted = true;
+  call.out.push_back(oi.incident);
+  ++stats_.incidents;
+  if (trace_) {
+    trace_("  → " + oi.incident.rule + " incident " + oi.incident.id + " revision " + std::to_string(oi.incident.revision) +
+           " " + std::string(to_string(oi.incident.status)) + " " + std::string(to_string(oi.incident.severity)));
+  }
+}
+
+void IncidentBook::resolve(OpenIncident& oi, Time at, const char* why, Call& call) {
+  if (oi.incident.status == IncidentStatus::resolved) return;
+  release(oi, "resolving", call);
+  oi.incident.status = IncidentStatus::resolved;
+  oi.incident.last_seen = std::max(oi.incident.last_seen, at);
+  ++oi.incident.revision;
+  if (trace_) trace_("  " + oi.incident.rule + ": resolved (" + why + ")");
+  emit(oi, call);
+}
+
+void IncidentBook::settle_before(std::uint32_t stream, std::uint64_t line, Time t, Call& call) {
+  for (auto it = open_.begin(); held_ > 0 && it != open_.end(); ++it) {
+    OpenIncident& oi = it->second;
+    if (oi.hold.held && !oi.hold.cascade && oi.hold.stream == stream && line > oi.hold.until_line) {
+      release(oi, "tolerance lines passed", call);
+    }
+    if (oi.hold.held && t > oi.hold.until_time) release(oi, "tolerance time passed", call);
+  }
+  expire(t, call);
+}
+
+void IncidentBook::release_lines_passed(Call& call) {
+  for (auto it = open_.begin(); held_ > 0 && it != open_.end(); ++it) {
+    OpenIncident& oi = it->second;
+    if (oi.hold.held && !oi.hold.cascade && streams_[oi.hold.stream].last_line > oi.hold.until_line) {
+      release(oi, "tolerance lines passed", call);
+    }
+  }
+}
+
+void IncidentBook::release_time_passed(Time now, Call& call) {
+  for (auto it = open_.begin(); held_ > 0 && it != open_.end(); ++it) {
+    if (it->second.hold.held && now > it->second.hold.until_time) release(it->second, "hold time passed", call);
+  }
+}
+
+void IncidentBook::expire(Time t, Call& call) {
+  while (!expiry_.empty() && expiry_.begin()->first <= t) {
+    StoryKey key = std::move(expiry_.begin()->second);
+    expiry_.erase(expiry_.begin());
+    auto it = open_.find(key);
+    if (it == open_.end()) continue;
+    OpenIncident& oi = it->second;
+    if (oi.incident.status == IncidentStatus::firing) {
+      Time due = oi.incident.last_seen + rules_[oi.rule].lifetime.quiet;
+      if (due > t) continue;  // it was seen again; a later entry stands for it
+      resolve(oi, due, "quiet", call);
+    }
+    if (oi.hold.held && held_ > 0) --held_;
+    open_.erase(it);
+  }
+}
+
+void IncidentBook::release_all(Call& call) {
+  for (auto& [k, oi] : open_) release(oi, "end of input", call);
+}
+
+void IncidentBook::mark_boundary(std::uint32_t stream) {
+  for (auto& [k, oi] : open_) {
+    if (oi.stream == stream) oi.boundary = true;
+  }
+}
+
+OpenIncident* IncidentBook::find(StoryKeyView key) {
+  auto it = open_.find(key);
+  return it == open_.end() ? nullptr : &it->second;
+}
+
+void IncidentBook::rekey(const std::map<std::string, std::uint32_t>& new_index) {
+  Map kept;
+  for (auto& [k, oi] : open_) {
+    auto it = new_index.find(oi.incident.rule);
+    if (it == new_index.end()) continue;
+    oi.rule = it->second;
+    kept.emplace(StoryKey{it->second, k.key}, std::move(oi));
+  }
+  open_ = std::move(kept);
+}
+
+void IncidentBook::rebuild_index() {
+  expiry_.clear();
+  held_ = 0;
+  for (const auto& [k, oi] : open_) {
+    schedule(k, oi);
+    if (oi.hold.held) ++held_;
+  }
+}
+
+void IncidentBook::schedule(const StoryKey& key, const OpenIncident& oi) {
+  expiry_.emplace(oi.incident.last_seen + rules_[oi.rule].lifetime.quiet, key);
+}
+
+}  // namespace faultline::correlate

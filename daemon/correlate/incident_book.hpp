@@ -1,0 +1,93 @@
+// incident_book: the open incident of each (rule, key). Stories raise it and revise it (repeats, escalations, late
+// evidence); it is held while optional evidence may still arrive (tolerance) or while a root cause may still be
+// printed (cascade), released by line count or event time; it resolves on a resolve event or after its quiet
+// period, and is then forgotten. Every revision that goes out is appended to the call's output. Pipeline thread only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "attribution.hpp"
+#include "evidence.hpp"
+#include "faultline/correlate.hpp"
+#include "keys.hpp"
+#include "parts.hpp"
+#include "story.hpp"
+
+namespace faultline::correlate {
+
+// Why and until when an incident is kept back instead of emitted.
+struct Held {
+  bool held = false;
+  Time until_time{};
+  std::uint64_t until_line = 0;
+  std::uint32_t stream = 0;
+  bool cascade = false;  // held for a root cause, not for late evidence
+};
+
+struct OpenIncident {
+  Incident incident;
+  std::uint32_t rule = 0;
+  Held hold;
+  bool emitted = false;   // at least one revision went out
+  std::uint32_t stream = 0;
+  Time last_completion{};
+  bool boundary = false;  // a reset or a new instance happened since the last completion
+};
+
+class IncidentBook {
+ public:
+  using Map = std::map<StoryKey, OpenIncident, StoryKeyOrder>;  // ordered: deterministic release
+
+  IncidentBook(const ActiveRules& rules, Streams& streams, Attribution& attribution, const Trace& trace,
+               CorrelatorStats& stats)
+      : rules_(rules), streams_(streams), attribution_(attribution), trace_(trace), stats_(stats) {}
+
+  // Raises or revises the open incident of story `s` at `severity`; `completion` counts a full fingerprint.
+  void raise(Story& s, Severity severity, bool completion, Time at, Call& call);
+  // Story `s` saw optional evidence `line`: a held incident of it gains it, and goes out once nothing is missing.
+  void late_evidence(const Story& s, const EvidenceLine& line, Call& call);
+  void resolve(OpenIncident& oi, Time at, const char* why, Call& call);
+
+  // Releases held incidents whose line or time deadline a hit at (stream, line, t) passes; resolves quiet ones.
+  void settle_before(std::uint32_t stream, std::uint64_t line, Time t, Call& call);
+  // Releases held incidents whose line tolerance their stream's last line has passed.
+  void release_lines_passed(Call& call);
+  // Releases held incidents whose hold `now` has passed.
+  void release_time_passed(Time now, Call& call);
+  // Resolves incidents quiet since before `t` and forgets them.
+  void expire(Time t, Call& call);
+  // End of input: nothing more can arrive to change a held incident.
+  void release_all(Call& call);
+  // A new instance of `stream`: the next completion there is a repeat, not the same occurrence printed again.
+  void mark_boundary(std::uint32_t stream);
+
+  OpenIncident* find(StoryKeyView key);
+  // A restored incident.
+  void put(StoryKey key, OpenIncident oi) { open_[std::move(key)] = std::move(oi); }
+  // After a reload: incidents survive by rule id (they are facts already reported), under their rule's new index.
+  void rekey(const std::map<std::string, std::uint32_t>& new_index);
+  // Rebuilds the expiry index and the held count (after a reload or a restore).
+  void rebuild_index();
+  const Map& all() const { return open_; }
+
+ private:
+  void release(OpenIncident& oi, const char* why, Call& call);
+  void emit(OpenIncident& oi, Call& call);
+  void schedule(const StoryKey& key, const OpenIncident& oi);
+  void attribute(OpenIncident& oi) { attribution_.attribute(oi.incident, oi.rule, oi.stream); }
+  void hold_if_needed(OpenIncident& oi, const Story& s, Time at, const Call& call);
+
+  const ActiveRules& rules_;
+  Streams& streams_;
+  Attribution& attribution_;
+  const Trace& trace_;
+  CorrelatorStats& stats_;
+  Map open_;
+  std::multimap<Time, StoryKey> expiry_;  // when an open incident may go quiet → its key
+  std::size_t held_ = 0;                  // open incidents currently held
+};
+
+}  // namespace faultline::correlate

@@ -1,0 +1,282 @@
+// The step machine: what one hit or one passing absence does to a story.
+#include "story.hpp"
+
+#include <algorithm>
+
+#include "incident_book.hpp"
+
+namespace faultline::correlate {
+
+namespace {
+
+bool step_has(const Step& st, std::string_view event) {
+  return std::find(st.events.begin(), st.events.end(), event) != st.events.end();
+}
+
+bool tolerant(const Rule& r) { return r.tolerance.lines > 0 || r.tolerance.time.count() > 0; }
+
+}  // namespace
+
+std::uint64_t EventSet::low_mask() const {
+  std::uint64_t mask = 0;
+  for (std::size_t i = 0; i < bits_.size() && i < 64; ++i) {
+    if (bits_[i]) mask |= 1ull << i;
+  }
+  return mask;
+}
+
+std::vector<std::size_t> EventSet::high_events() const {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 64; i < bits_.size(); ++i) {
+    if (bits_[i]) out.push_back(i);
+  }
+  return out;
+}
+
+EventSet EventSet::from(std::uint64_t low_mask, const std::vector<std::size_t>& high_events) {
+  EventSet set;
+  for (std::size_t i = 0; i < 64; ++i) {
+    if (low_mask & (1ull << i)) set.insert(i);
+  }
+  for (auto i : high_events) set.insert(i);
+  return set;
+}
+
+std::vector<EvidenceLine> Story::evidence() const {
+  std::vector<EvidenceLine> all = context;
+  for (const auto& st : steps) all.insert(all.end(), st.lines.begin(), st.lines.end());
+  return all;
+}
+
+Story make_story(const Rule& r, std::uint32_t rule_index, std::string key, std::uint32_t stream,
+                 std::uint64_t generation) {
+  Story s;
+  s.rule = rule_index;
+  s.key = std::move(key);
+  s.stream = stream;
+  s.generation = generation;
+  s.steps.resize(r.sequence.size());
+  s.cursor = first_required(r, 0);
+  return s;
+}
+
+std::size_t first_required(const Rule& r, std::size_t from) {
+  while (from < r.sequence.size() && r.sequence[from].optional) ++from;
+  return from;
+}
+
+bool missing_optional(const Story& s, const Rule& r) {
+  std::size_t last_required = 0;
+  for (std::size_t i = 0; i < r.sequence.size(); ++i) {
+    if (!r.sequence[i].optional) last_required = i;
+  }
+  for (std::size_t i = 0; i < last_required; ++i) {
+    if (r.sequence[i].optional && s.steps[i].hits == 0) return true;
+  }
+  return false;
+}
+
+// ---- the table ------------------------------------------------------------------------------------------------
+
+std::string StoryTable::key_for(const Rule& r, std::uint32_t stream, const Fields& fields) {
+  std::string key;
+  if (r.key.node) {
+    std::string node(streams_[stream].id.label(LabelKey::node));
+    key += "node=" + (node.empty() ? std::string("local") : node);
+  }
+  if (r.key.stream) {
+    if (!key.empty()) key += '|';
+    key += streams_.logical_of(stream);
+  }
+  for (const auto& f : r.key.fields) {
+    const auto* v = find_field(fields, f);
+    key += '|' + f + '=' + (v ? *v : std::string());
+  }
+  return key;
+}
+
+Story& StoryTable::get(std::uint32_t rule, std::string key, std::uint32_t stream) {
+  auto it = stories_.find(StoryKeyView{rule, key});
+  if (it == stories_.end()) {
+    if (stories_.size() >= max_stories_) shed_oldest();
+    Story s = make_story(rules_[rule], rule, key, stream, streams_[stream].generation);
+    it = stories_.emplace(StoryKey{rule, std::move(key)}, std::move(s)).first;
+  }
+  return it->second;
+}
+
+void StoryTable::put(Story s) {
+  StoryKey k{s.rule, s.key};
+  stories_.insert_or_assign(std::move(k), std::move(s));
+}
+
+void StoryTable::shed_oldest() {
+  // Ties (stories last active at the same time) go by key, so the one shed does not depend on hashing.
+  auto oldest = stories_.begin();
+  for (auto it = stories_.begin(); it != stories_.end(); ++it) {
+    const Story& a = it->second;
+    const Story& b = oldest->second;
+    if (a.last_activity < b.last_activity ||
+        (a.last_activity == b.last_activity && StoryKeyOrder{}(it->first, oldest->first))) {
+      oldest = it;
+    }
+  }
+  if (oldest != stories_.end()) {
+    stories_.erase(oldest);
+    ++stats_.stories_dropped;
+  }
+}
+
+// ---- the machine ----------------------------------------------------------------------------------------------
+
+void StoryMachine::reset(Story& s, const char* why) {
+  const Rule& r = rules_[s.rule];
+  if (s.started && trace_) trace_("  " + r.id + " [" + s.key + "]: story reset (" + why + ")");
+  std::uint32_t stream = s.stream;
+  s = make_story(r, s.rule, std::move(s.key), stream, streams_[stream].generation);
+}
+
+std::string StoryMachine::position_of(const RecentHit& h) {
+  return streams_[h.stream].id.instance + "@" + std::to_string(h.offset) + ":" + std::to_string(h.line);
+}
+
+EvidenceLine StoryMachine::evidence_of(const RecentHit& h, const EventPattern& ev) {
+  EvidenceLine e = evidence_line(streams_[h.stream], h, h.text, kMaxEvidenceText);
+  e.event = ev.name;
+  return e;
+}
+
+bool StoryMachine::after_ok(const Story& s, const Rule& r, const Step& st) const {
+  for (const auto& name : st.after) {
+    int idx = r.event_index(name);
+    if (idx < 0 || !s.seen_events.contains(static_cast<std::size_t>(idx))) return false;
+  }
+  return true;
+}
+
+bool StoryMachine::apply(Story& s, const RecentHit& h, std::optional<std::uint32_t> record, Call& call) {
+  const Rule& r = rules_[s.rule];
+  const EventPattern& ev = r.events[h.event];
+  // Optional steps: evidence at any point of the story.
+  for (std::size_t i = 0; i < r.sequence.size(); ++i) {
+    const Step& st = r.sequence[i];
+    if (!st.optional || !step_has(st, ev.name)) continue;
+    if (!after_ok(s, r, st)) continue;
+    StepState& ss = s.steps[i];
+    ++ss.hits;
+    add_step_evidence(ss.lines, evidence_of(h, ev));
+    for (const auto& [k, v] : h.fields) set_field(s.fields, k, v);
+    if (st.severity && s.first_decisive.empty()) {
+      s.first_decisive = position_of(h);
+      s.first_decisive_time = h.time;
+    }
+    if (trace_) trace_("  " + r.id + " [" + s.key + "]: optional step " + std::to_string(i + 1) + " (" + ev.name + ") seen");
+    if (st.severity && ss.hits >= st.count && s.cursor > i && !s.raised) {
+      book_.raise(s, *st.severity, false, h.time, call);
+    }
+    book_.late_evidence(s, ss.lines.back(), call);
+  }
+  if (s.cursor >= r.sequence.size()) return false;
+  const Step& cur = r.sequence[s.cursor];
+  if (cur.absent_for) {
+    if (step_has(cur, ev.name)) {
+      if (trace_) trace_("  " + r.id + " [" + s.key + "]: awaited event " + ev.name + " arrived");
+      reset(s, "absence broken");
+    }
+    return false;
+  }
+  if (!step_has(cur, ev.name) || !after_ok(s, r, cur)) return false;
+  if (cur.within && s.cursor != first_required(r, 0) && h.time - s.progress_time > *cur.within) {
+    reset(s, "window passed");
+    return apply(s, h, record, call);
+  }
+  StepState& ss = s.steps[s.cursor];
+  ss.times.push_back(h.time);
+  if (cur.within && cur.count > 1) {
+    while (!ss.times.empty() && h.time - ss.times.front() > *cur.within) ss.times.pop_front();
+  }
+  while (ss.times.size() > cur.count) ss.times.pop_front();
+  ++ss.hits;
+  if (s.first_decisive.empty()) {
+    s.first_decisive = position_of(h);
+    s.first_decisive_time = h.time;
+  }
+  add_step_evidence(ss.lines, evidence_of(h, ev));
+  if (record && ss.lines.size() <= 1) collect_context(streams_, *call.batch, *record, r.context_lines, s.context);
+  for (const auto& [k, v] : h.fields) set_field(s.fields, k, v);
+  if (ss.times.size() < cur.count) {
+    if (trace_) trace_("  " + r.id + " [" + s.key + "]: step " + std::to_string(s.cursor + 1) + " (" + ev.name + ") " +
+                       std::to_string(ss.times.size()) + "/" + std::to_string(cur.count));
+    return true;
+  }
+  complete_step(s, h.time, call);
+  return true;
+}
+
+void StoryMachine::complete_step(Story& s, Time at, Call& call) {
+  const Rule& r = rules_[s.rule];
+  const Step& done = r.sequence[s.cursor];
+  if (trace_) trace_("  " + r.id + " [" + s.key + "]: step " + std::to_string(s.cursor + 1) + " complete");
+  std::size_t done_index = s.cursor;
+  s.progress_time = at;
+  s.cursor = first_required(r, s.cursor + 1);
+  if (s.cursor >= r.sequence.size()) {
+    if (trace_) trace_("  " + r.id + " [" + s.key + "]: sequence complete");
+    book_.raise(s, r.severity, true, at, call);
+    reset(s, "fired");
+    return;
+  }
+  if (done.severity) book_.raise(s, *done.severity, false, at, call);
+  // Severity of optional steps between the completed one and the new cursor, already seen.
+  for (std::size_t i = done_index + 1; i < s.cursor; ++i) {
+    const Step& st = r.sequence[i];
+    if (st.severity && s.steps[i].hits >= st.count) book_.raise(s, *st.severity, false, at, call);
+  }
+  const Step& next = r.sequence[s.cursor];
+  if (next.absent_for) {
+    if (trace_) trace_("  " + r.id + " [" + s.key + "]: waiting " + format_duration(*next.absent_for) + " for absence");
+    return;
+  }
+  // Out-of-order tolerance: a hit of the next step that arrived a little earlier counts now.
+  if (!tolerant(r)) return;
+  for (auto it = s.recent.begin(); it != s.recent.end(); ++it) {
+    const EventPattern& ev = r.events[it->event];
+    if (!step_has(next, ev.name)) continue;
+    Duration dt = at >= it->time ? at - it->time : it->time - at;
+    bool close_time = r.tolerance.time.count() == 0 || dt <= r.tolerance.time;
+    bool close_lines = r.tolerance.lines == 0 || call.line - std::min(call.line, it->line) <= r.tolerance.lines;
+    if (close_time && close_lines) {
+      RecentHit h = *it;
+      s.recent.erase(it);
+      if (trace_) trace_("  " + r.id + " [" + s.key + "]: earlier hit of " + ev.name + " at line " + std::to_string(h.line) +
+                         " taken as in order (tolerance)");
+      apply(s, h, std::nullopt, call);
+      return;
+    }
+  }
+}
+
+void StoryMachine::complete_absences(StoryTable& table, Time now, Call& call) {
+  auto due = [&](const Story& s) {
+    const Rule& r = rules_[s.rule];
+    return s.cursor < r.sequence.size() && r.sequence[s.cursor].absent_for &&
+           now - s.progress_time >= *r.sequence[s.cursor].absent_for;
+  };
+  std::vector<std::pair<const StoryKey*, Story*>> ready;
+  for (auto& [k, s] : table.all()) {
+    if (due(s)) ready.emplace_back(&k, &s);
+  }
+  // Key order, so that absences passing together raise their incidents in an order that does not depend on hashing.
+  std::sort(ready.begin(), ready.end(), [](const auto& a, const auto& b) { return StoryKeyOrder{}(*a.first, *b.first); });
+  for (auto& [k, sp] : ready) {
+    Story& s = *sp;
+    const Rule& r = rules_[s.rule];
+    while (due(s)) {
+      Time at = s.progress_time + *r.sequence[s.cursor].absent_for;
+      if (trace_) trace_("  " + r.id + " [" + s.key + "]: absence confirmed");
+      complete_step(s, at, call);
+    }
+  }
+}
+
+}  // namespace faultline::correlate
