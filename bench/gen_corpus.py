@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Deterministic generator of realistic GPU inference-serving logs (faultline benchmarks).
 
+One file of ~950 lines, most of it data: the line templates of three engines and of the injected failures, each
+beside the few lines that fill it in; the generator is meant to be copied and run on its own.
+
 The corpus mixes steady-state traffic of three engines the way a node-level tailer sees it:
 
   vLLM     (APIServer / EngineCore_DP0 prefixes, loggers.py throughput lines, uvicorn access lines,

@@ -1,5 +1,9 @@
 // hs_limit -- the raw Hyperscan (Vectorscan) throughput limit for faultline's matcher.
 //
+// One file of ~790 lines on purpose: it is built on its own (bench/CMakeLists.txt standalone mode, linking only
+// libhs) so the raw limit can be measured on any machine without faultline_core; its strategies share one loader,
+// one line index and one reporter.
+//
 // Compiles a pattern file (one expression per line) into one multi-pattern database and scans a log
 // file that is read into memory once, with several strategies, reporting MB/s (10^6 bytes/s) and
 // lines/s for each, plus per-pattern counts of matching *lines* so that other tools (the real matcher,

@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Translate faultline's patterns for the peers, write their programs, run them, read their per-pattern counts.
 
+One module of ~540 lines: one translator and one runner per peer (hs, grep, rg, mtail, SEC), which share the
+pattern parser at the top; split per peer, each file would re-import that parser for a few dozen lines of its own.
+
 faultline patterns use the syntax Hyperscan and RE2 share (PCRE-like): `\\d \\w \\s`, classes, bounded repeats,
 `(?:...)`, `(?P<name>...)`, `(?i)`. Each peer gets an equivalent program:
 

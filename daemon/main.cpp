@@ -14,15 +14,6 @@ namespace {
 
 using faultline::app::Args;
 
-// `run` keeps its own parser for now; it is handed its arguments as argv.
-int cmd_run(const Args& args) {
-  std::vector<std::string> copies = args;
-  std::vector<char*> argv;
-  for (auto& a : copies) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  return faultline::app::run_command(static_cast<int>(copies.size()), argv.data());
-}
-
 struct Command {
   const char* name;
   const char* summary;
@@ -30,7 +21,7 @@ struct Command {
 };
 
 constexpr std::array kCommands{
-    Command{"run", "follow logs and raise incidents (the daemon)", cmd_run},
+    Command{"run", "follow logs and raise incidents (the daemon)", faultline::app::run_command},
     Command{"scan", "scan files or standard input once and print the incidents found", faultline::app::cmd_scan},
     Command{"check", "validate rule files and compile their patterns", faultline::app::cmd_check},
     Command{"test", "run the tests of rule files", faultline::app::cmd_test},

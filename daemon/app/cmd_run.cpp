@@ -11,13 +11,10 @@
 
 namespace faultline::app {
 
-int run_command(int argc, char** argv) {
-  auto flags = parse_run_flags(argc, argv);
-  if (!flags) return 2;
-  if (flags->help) {
-    std::cout << kRunUsage;
-    return 0;
-  }
+int run_command(const Args& args) {
+  int status = 0;
+  auto flags = parse_run_flags(args, status);
+  if (!flags) return status;
 
   // Config: the file (every problem reported with its position), then the flags over it.
   ConfigResult loaded;

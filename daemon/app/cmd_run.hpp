@@ -3,9 +3,11 @@
 // change, and drains on SIGTERM/SIGINT.
 #pragma once
 
+#include "cli.hpp"
+
 namespace faultline::app {
 
-// `argv` holds the arguments after "run". Returns the process exit status.
-int run_command(int argc, char** argv);
+// `args`: the arguments after "run". Returns the process exit status.
+int run_command(const Args& args);
 
 }  // namespace faultline::app

@@ -1,137 +1,97 @@
 // `faultline run`'s flag parser (run_flags.hpp).
 #include "run_flags.hpp"
 
-#include "faultline/sinks.hpp"
-
 #include <filesystem>
 #include <iostream>
+
+#include "faultline/sinks.hpp"
 
 namespace faultline::app {
 
 namespace fs = std::filesystem;
 
-const char* const kRunUsage = R"(usage: faultline run [options] [-]
+namespace {
 
-Follows log files (globs, Kubernetes pod logs, docker json-file logs), standard input ('-') and the kernel log,
-and raises incidents: JSON lines on standard output (or --output), the HTTP API and metrics on --listen, and the
-webhooks of the config file. Reloads rules on SIGHUP or when the rule files change; drains and checkpoints on
-SIGTERM/SIGINT.
-
-  --config FILE        YAML config (reference: docs/config.md); default: built-in defaults
-  --source GLOB        a file or glob to follow (repeatable; replaces the config's sources)
-  -                    follow standard input (replaces the config's sources; may be combined with --source)
-  --rules PATH         rule file or directory (repeatable; replaces the config's rules.paths)
-  --state-dir DIR      checkpoints and spools (default $STATE_DIRECTORY or /var/lib/faultline)
-  --listen ADDR        HTTP host:port (default 127.0.0.1:9464; "off": no server)
-  --webhook URL        also POST every incident as signed-JSON webhook to URL (sink "webhook"; repeatable)
-  --alertmanager URL   also send incidents to this Alertmanager as alerts (sink "alertmanager"; repeatable)
-  --output FILE        incident JSON lines: "-" standard output (default), a file, or "off"
-  --format F           container format of the sources: auto, raw, cri, docker
-  --start-at WHERE     beginning | end: where to start in files that exist at the very first start
-  --node-name NAME     the `node` label (default $NODE_NAME or the host name)
-  --log-format F       text | json (faultline's own log, on standard error)
-  --log-level L        trace | debug | info | warn | error | critical | off
-  --check-config       validate the config and the rules, then exit (0: valid)
-)";
-
-std::optional<RunFlags> parse_run_flags(int argc, char** argv) {
-  RunFlags f;
-  for (int i = 0; i < argc; ++i) {
-    std::string a = argv[i];
-    std::string value;
-    bool inline_value = false;
-    if (a.rfind("--", 0) == 0) {
-      if (auto eq = a.find('='); eq != std::string::npos) {
-        value = a.substr(eq + 1);
-        a = a.substr(0, eq);
-        inline_value = true;
-      }
-    }
-    auto need = [&]() -> bool {
-      if (inline_value) return true;
-      if (i + 1 >= argc) {
-        std::cerr << "faultline run: " << a << " needs a value\n";
-        return false;
-      }
-      value = argv[++i];
-      return true;
-    };
-    if (a == "-") {
-      f.use_stdin = true;
-    } else if (a == "-h" || a == "--help") {
-      f.help = true;
-    } else if (a == "--check-config") {
-      f.check_only = true;
-    } else if (a == "--config" || a == "-c") {
-      if (!need()) return std::nullopt;
-      f.config = value;
-    } else if (a == "--source") {
-      if (!need()) return std::nullopt;
-      if (value == "-") f.use_stdin = true;
-      else f.sources.push_back(value);
-    } else if (a == "--rules") {
-      if (!need()) return std::nullopt;
-      f.rules.push_back(value);
-    } else if (a == "--state-dir") {
-      if (!need()) return std::nullopt;
-      f.state_dir = value;
-    } else if (a == "--listen") {
-      if (!need()) return std::nullopt;
-      f.listen = value;
-    } else if (a == "--webhook" || a == "--alertmanager") {
-      if (!need()) return std::nullopt;
-      auto fmt = a == "--webhook" ? WebhookFormat::json : WebhookFormat::alertmanager;
-      std::size_t same = 0;
-      for (const auto& s : f.url_sinks) same += s.format == fmt;
-      std::string name = std::string(fmt == WebhookFormat::json ? "webhook" : "alertmanager") +
-                         (same ? "-" + std::to_string(same + 1) : "");
-      std::string error;
-      auto sink = sink_from_url(value, fmt, name, &error);
-      if (!sink) {
-        std::cerr << "faultline run: " << a << ": " << error << "\n";
-        return std::nullopt;
-      }
-      f.url_sinks.push_back(std::move(*sink));
-    } else if (a == "--output") {
-      if (!need()) return std::nullopt;
-      f.output = value;
-    } else if (a == "--node-name") {
-      if (!need()) return std::nullopt;
-      f.node_name = value;
-    } else if (a == "--format") {
-      if (!need()) return std::nullopt;
-      f.format = parse_container_format(value);
-      if (!f.format) {
-        std::cerr << "faultline run: --format: expected auto, raw, cri or docker, got '" << value << "'\n";
-        return std::nullopt;
-      }
-    } else if (a == "--start-at") {
-      if (!need()) return std::nullopt;
-      f.start_at = parse_start_at(value);
-      if (!f.start_at) {
-        std::cerr << "faultline run: --start-at: expected beginning or end, got '" << value << "'\n";
-        return std::nullopt;
-      }
-    } else if (a == "--log-format") {
-      if (!need()) return std::nullopt;
-      if (!parse_log_format(value)) {
-        std::cerr << "faultline run: --log-format: expected text or json, got '" << value << "'\n";
-        return std::nullopt;
-      }
-      f.log_format = value;
-    } else if (a == "--log-level") {
-      if (!need()) return std::nullopt;
-      if (!valid_log_level(value)) {
-        std::cerr << "faultline run: --log-level: expected trace, debug, info, warn, error, critical or off, got '"
-                  << value << "'\n";
-        return std::nullopt;
-      }
-      f.log_level = value;
-    } else {
-      std::cerr << "faultline run: unknown argument '" << argv[i] << "'\n" << kRunUsage;
-      return std::nullopt;
-    }
+// --webhook and --alertmanager URLs become sinks named "webhook", "webhook-2", … in the order given.
+std::optional<std::string> add_url_sinks(const std::vector<std::string>& urls, WebhookFormat format,
+                                         std::vector<SinkConfig>& out) {
+  const char* flag = format == WebhookFormat::json ? "--webhook" : "--alertmanager";
+  const char* base = format == WebhookFormat::json ? "webhook" : "alertmanager";
+  for (std::size_t i = 0; i < urls.size(); ++i) {
+    std::string name = std::string(base) + (i ? "-" + std::to_string(i + 1) : "");
+    std::string error;
+    auto sink = sink_from_url(urls[i], format, name, &error);
+    if (!sink) return std::string(flag) + ": " + error;
+    out.push_back(std::move(*sink));
   }
+  return std::nullopt;
+}
+
+std::optional<std::string> log_format_name(std::string_view text) {
+  if (!parse_log_format(text)) return std::nullopt;
+  return std::string(text);
+}
+
+std::optional<std::string> log_level_name(std::string_view text) {
+  if (!valid_log_level(std::string(text))) return std::nullopt;
+  return std::string(text);
+}
+
+}  // namespace
+
+std::optional<RunFlags> parse_run_flags(const Args& args, int& status) {
+  RunFlags f;
+  std::vector<std::string> positionals, webhooks, alertmanagers;
+  cli::Parser cli("run",
+                  "Follows log files (globs, Kubernetes pod logs, docker json-file logs), standard input ('-') and "
+                  "the kernel log, and raises incidents: JSON lines on standard output (or --output), the HTTP API "
+                  "and metrics on --listen, and the webhooks of the config file. Reloads rules on SIGHUP or when the "
+                  "rule files change; drains and checkpoints on SIGTERM/SIGINT.");
+  cli.option("--config", "FILE", f.config, "YAML config (reference: docs/config.md); default: built-in defaults");
+  cli.alias("-c");
+  cli.option("--source", "GLOB", f.sources,
+             "a file or glob to follow (repeatable; replaces the config's sources; '-' is standard input)");
+  cli.option("--rules", "PATH", f.rules, "rule file or directory (repeatable; replaces the config's rules.paths)");
+  cli.option("--state-dir", "DIR", f.state_dir, [](std::string_view v) { return std::optional<std::string>(v); },
+             "a directory", "checkpoints and spools (default $STATE_DIRECTORY or /var/lib/faultline)");
+  cli.option("--listen", "ADDR", f.listen, [](std::string_view v) { return std::optional<std::string>(v); },
+             "host:port", "HTTP host:port (default 127.0.0.1:9464; \"off\": no server)");
+  cli.option("--webhook", "URL", webhooks,
+             "also POST every incident as signed-JSON webhook to URL (sink \"webhook\"; repeatable)");
+  cli.option("--alertmanager", "URL", alertmanagers,
+             "also send incidents to this Alertmanager as alerts (sink \"alertmanager\"; repeatable)");
+  cli.option("--output", "FILE", f.output, [](std::string_view v) { return std::optional<std::string>(v); },
+             "a file", "incident JSON lines: \"-\" standard output (default), a file, or \"off\"");
+  cli.option("--format", "F", f.format, parse_container_format, "auto, raw, cri or docker",
+             "container format of the sources: auto, raw, cri, docker");
+  cli.option("--start-at", "WHERE", f.start_at, parse_start_at, "beginning or end",
+             "beginning | end: where to start in files that exist at the very first start");
+  cli.option("--node-name", "NAME", f.node_name, [](std::string_view v) { return std::optional<std::string>(v); },
+             "a name", "the `node` label (default $NODE_NAME or the host name)");
+  cli.option("--log-format", "F", f.log_format, log_format_name, "text or json",
+             "text | json (faultline's own log, on standard error)");
+  cli.option("--log-level", "L", f.log_level, log_level_name, "trace, debug, info, warn, error, critical or off",
+             "trace | debug | info | warn | error | critical | off");
+  cli.flag("--check-config", f.check_only, "validate the config and the rules, then exit (0: valid)");
+  cli.positionals("-", positionals);
+  cli.footer("'-' (or --source -) follows standard input; it may be combined with --source.");
+  if (auto done = cli.handle(args, std::cout, std::cerr)) {
+    status = *done;
+    return std::nullopt;
+  }
+  auto fail = [&](const std::string& why) -> std::optional<RunFlags> {
+    std::cerr << "faultline run: " << why << " ('faultline run --help' lists the flags)\n";
+    status = 2;
+    return std::nullopt;
+  };
+  for (const auto& p : positionals) {
+    if (p != "-") return fail("unexpected argument '" + p + "'");
+    f.use_stdin = true;
+  }
+  std::erase_if(f.sources, [&](const std::string& s) { return s == "-" ? (f.use_stdin = true) : false; });
+  if (auto bad = add_url_sinks(webhooks, WebhookFormat::json, f.url_sinks)) return fail(*bad);
+  if (auto bad = add_url_sinks(alertmanagers, WebhookFormat::alertmanager, f.url_sinks)) return fail(*bad);
+  status = 0;
   return f;
 }
 

@@ -1,16 +1,15 @@
-// `faultline run`'s flags: parsed as they always were, then laid over the config. (The commands' shared CLI parser
-// replaces this file.) Internal to the app.
+// `faultline run`'s flags: declared on the commands' one CLI parser (cli.hpp), then laid over the config. Internal to
+// the app.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "faultline/config.hpp"
 
 namespace faultline::app {
-
-extern const char* const kRunUsage;
 
 struct RunFlags {
   std::string config;
@@ -22,11 +21,11 @@ struct RunFlags {
   std::optional<ContainerFormat> format;
   std::optional<StartAt> start_at;
   bool check_only = false;
-  bool help = false;
 };
 
-// `argv` holds the arguments after "run". nullopt: a bad flag (the message went to standard error).
-std::optional<RunFlags> parse_run_flags(int argc, char** argv);
+// The flags of `args` (the arguments after "run"). nullopt: the command is over — its usage was printed (status 0)
+// or a flag was wrong (the message went to standard error, status 2); `status` says which.
+std::optional<RunFlags> parse_run_flags(const Args& args, int& status);
 // The flags over the config: sources, rules, state dir, listen, sinks, output, node name, logging.
 void apply_run_flags(const RunFlags& flags, Config& config);
 

@@ -74,6 +74,10 @@ std::optional<std::chrono::seconds> parse_utc_offset(std::string_view s) {
   return s[0] == '-' ? -total : total;
 }
 
+std::string Diagnostic::str() const {
+  return pos.str() + (kind == Kind::error ? ": error: " : ": warning: ") + message;
+}
+
 std::string_view faultline_version() { return FAULTLINE_VERSION; }
 
 // Inverse of days_from_civil (H. Hinnant's algorithm).

@@ -1,5 +1,5 @@
 // The shared YAML reader: positions, the scalar dialect and the checks every mapping gets (see yaml_reader.hpp).
-#include "common/yaml_reader.hpp"
+#include "faultline/yaml_reader.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "common/yaml_reader.hpp"
+#include "faultline/yaml_reader.hpp"
 #include "faultline/config.hpp"
 
 namespace faultline::config_detail {

@@ -39,10 +39,6 @@ const std::string& rule_id(const Rule& r) { return r.id; }
 
 }  // namespace
 
-std::string Diagnostic::str() const {
-  return pos.str() + (kind == Kind::error ? ": error: " : ": warning: ") + message;
-}
-
 bool LoadResult::ok() const {
   return std::none_of(diagnostics.begin(), diagnostics.end(),
                       [](const Diagnostic& d) { return d.kind == Diagnostic::Kind::error; });

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/yaml_reader.hpp"
+#include "faultline/yaml_reader.hpp"
 #include "faultline/rules.hpp"
 
 namespace faultline::rules_detail {

@@ -9,21 +9,18 @@
 
 #include <spdlog/spdlog.h>
 
+#include "faultline/catalog.hpp"
+
 namespace faultline {
 
 RuleLoad load_rule_set(const Config& config) {
+  // The daemon's policy: a set with any error compiles nothing, so a broken set never replaces a running one.
+  Catalog catalog = load_and_compile(config.rules.paths, config.rules.overrides, config.rules.cache_dir,
+                                     CatalogPolicy{OnLoadError::stop});
   RuleLoad out;
-  auto started = std::chrono::steady_clock::now();
-  std::vector<std::string> paths = config.rules.paths;
-  if (paths.empty()) paths.push_back(default_rules_dir());
-  LoadResult loaded = load_rules(paths);
-  out.diagnostics = std::move(loaded.diagnostics);
-  if (error_count(out.diagnostics) > 0) return out;
-  apply_rule_overrides(loaded.rules, config.rules.overrides, out.diagnostics);
-  CompileResult compiled = compile_rules(std::move(loaded.rules), CompileOptions{config.rules.cache_dir});
-  out.diagnostics.insert(out.diagnostics.end(), compiled.diagnostics.begin(), compiled.diagnostics.end());
-  if (error_count(out.diagnostics) == 0) out.rules = compiled.rules;
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  out.diagnostics = std::move(catalog.diagnostics);
+  out.seconds = catalog.seconds;
+  if (catalog.ok()) out.rules = std::move(catalog.compiled);
   return out;
 }
 
@@ -36,16 +33,17 @@ namespace fs = std::filesystem;
 // ---- the watcher ----
 
 RuleWatcher::RuleWatcher(std::vector<std::string> paths) : paths_(std::move(paths)) {
-  fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (auto opened = InotifyReader::open(); opened)
+    inotify_ = std::move(*opened);
+  else
+    spdlog::warn("rule files are not watched ({}); reload with SIGHUP", opened.error().message);
   rewatch();
 }
 
-RuleWatcher::~RuleWatcher() {
-  if (fd_ >= 0) ::close(fd_);
-}
+RuleWatcher::~RuleWatcher() = default;
 
 void RuleWatcher::rewatch() {
-  if (fd_ < 0) return;
+  if (!inotify_.valid()) return;
   constexpr std::uint32_t mask = IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE | IN_MODIFY |
                                  IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
   for (const auto& p : paths_) {
@@ -66,26 +64,18 @@ void RuleWatcher::rewatch() {
 
 bool RuleWatcher::drain() {
   bool changed = false;
-  alignas(inotify_event) char buf[16 * 1024];
-  while (true) {
-    ssize_t n = ::read(fd_, buf, sizeof buf);
-    if (n <= 0) break;
-    for (char* p = buf; p < buf + n;) {
-      auto* ev = reinterpret_cast<inotify_event*>(p);
-      p += sizeof(inotify_event) + ev->len;
-      if (ev->mask & IN_IGNORED) {
-        watched_.erase(ev->wd);
-        continue;
-      }
-      changed = true;
+  inotify_.drain([&](const InotifyEvent& ev) {
+    if (ev.mask & IN_IGNORED) {
+      watched_.erase(ev.wd);
+      return;
     }
-  }
+    changed = true;
+  });
   return changed;
 }
 
 void RuleWatcher::add(const std::string& dir, std::uint32_t mask) {
-  int wd = ::inotify_add_watch(fd_, dir.c_str(), mask);
-  if (wd >= 0) watched_.insert(wd);
+  if (auto wd = inotify_.add_watch(dir, mask); wd) watched_.insert(*wd);
 }
 
 // ---- the reloader ----

@@ -14,6 +14,7 @@
 
 #include "faultline/config.hpp"
 #include "faultline/service.hpp"
+#include "faultline/tail.hpp"
 
 namespace faultline::service_detail {
 
@@ -25,14 +26,14 @@ class RuleWatcher {
   ~RuleWatcher();
   RuleWatcher(const RuleWatcher&) = delete;
   RuleWatcher& operator=(const RuleWatcher&) = delete;
-  int fd() const { return fd_; }
+  int fd() const { return inotify_.fd(); }
   void rewatch();
   bool drain();  // true when something changed
 
  private:
   void add(const std::string& dir, std::uint32_t mask);
   std::vector<std::string> paths_;
-  int fd_ = -1;
+  InotifyReader inotify_;
   std::unordered_set<int> watched_;
 };
 

@@ -22,16 +22,18 @@ SourceTotals& totals_of(std::vector<SourceTotals>& sources, std::string_view nam
 
 }  // namespace
 
-void TailAttribution::add_to(std::vector<SourceTotals>& sources, const Tailer& tailer, const Config& config) {
-  const TailStats& t = tailer.stats();
-  if (t.rotated_unread_bytes > lost_bytes_seen_) ++files_lost_;
-  lost_bytes_seen_ = t.rotated_unread_bytes;
-  // Nothing to charge: no series is made for it (the first source may have no files at all: stdin, kmsg).
-  if (config.sources.empty() || (t.unreadable == 0 && files_lost_ == 0)) return;
-  const std::string& first = config.sources.front().source;
-  SourceTotals& s = totals_of(sources, first.empty() ? "file" : first);
-  s.files_unreadable += t.unreadable;
-  s.files_lost += files_lost_;
+void TailAttribution::add_to(std::vector<SourceTotals>& sources, const Tailer& tailer, const Config&) {
+  // Each file's counts go to the source it belonged to. A source's lost-files count rises by one at every look at
+  // which its unread-bytes total grew. No series is made for a source with nothing to count.
+  for (const SourceTailStats& st : tailer.source_stats()) {
+    Seen& seen = seen_[st.source];
+    if (st.rotated_unread_bytes > seen.lost_bytes) ++seen.files_lost;
+    seen.lost_bytes = st.rotated_unread_bytes;
+    if (st.unreadable == 0 && seen.files_lost == 0) continue;
+    SourceTotals& s = totals_of(sources, st.source);
+    s.files_unreadable += st.unreadable;
+    s.files_lost += seen.files_lost;
+  }
 }
 
 PipelineTotals gather_totals(const StreamAdapter& adapter, const Tailer& tailer, const Pipeline& pipeline,

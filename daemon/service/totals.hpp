@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,16 +18,18 @@ struct Config;
 
 namespace faultline::service_detail {
 
-// Charges the Tailer's own counts (unreadable files, files lost before they were read to the end) to sources. The
-// Tailer counts them for all sources together, so they go to the first configured source; a per-source view of the
-// tailer's stats changes only add_to().
+// Charges the Tailer's own counts (unreadable files, files lost before they were read to the end) to the source each
+// file belonged to (Tailer::source_stats()).
 class TailAttribution {
  public:
   void add_to(std::vector<SourceTotals>& sources, const Tailer& tailer, const Config& config);
 
  private:
-  std::uint64_t lost_bytes_seen_ = 0;  // TailStats::rotated_unread_bytes at the last look
-  std::uint64_t files_lost_ = 0;       // looks at which it had grown
+  struct Seen {
+    std::uint64_t lost_bytes = 0;  // the source's rotated_unread_bytes at the last look
+    std::uint64_t files_lost = 0;  // looks at which it had grown
+  };
+  std::map<std::string, Seen> seen_;
 };
 
 // Totals per source (streams and the tailer's counts) and the correlator's, as of now. `lag`: include the tailer's

@@ -15,15 +15,6 @@
 
 namespace faultline {
 
-struct Diagnostic {
-  enum class Kind : std::uint8_t { error, warning };
-  Kind kind = Kind::error;
-  Position pos;
-  std::string message;
-
-  std::string str() const;  // "file:line:column: error: message"
-};
-
 // One named event of a rule: a regex in the syntax Hyperscan and RE2 share.
 struct EventPattern {
   std::string name;

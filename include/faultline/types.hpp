@@ -34,6 +34,16 @@ struct Position {
   std::string str() const;  // "file:line:column"
 };
 
+// A problem with user input (a rule file, the config, a command-line value), shown to people with its position.
+struct Diagnostic {
+  enum class Kind : std::uint8_t { error, warning };
+  Kind kind = Kind::error;
+  Position pos;
+  std::string message;
+
+  std::string str() const;  // "file:line:column: error: message"
+};
+
 // Named values captured from log lines (and static values set by rules), in insertion order.
 using Fields = std::vector<std::pair<std::string, std::string>>;
 

@@ -2,7 +2,8 @@
 """Renders deploy/helm/faultline with tests/deploy/helmrender (helm's engine, offline) under
 several sets of values, and checks the manifests: valid Kubernetes objects (k8s_check), and
 the properties the chart promises (security contexts, mounts, probes, NODE_NAME, the config
-the daemon gets, hot-reloadable rules, the native sidecar, monitoring objects).
+the daemon gets, hot-reloadable rules, the native sidecar, monitoring objects). One file of ~700 lines: one case
+per promise of the chart, all over one rendering helper.
 
 Environment: HELMRENDER=path to a built helmrender (otherwise it is built into
 $FAULTLINE_BUILD_DIR/deploy or a temporary directory); FAULTLINE_BIN=the faultline binary

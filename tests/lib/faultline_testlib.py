@@ -1,5 +1,8 @@
 """The one Python library for every test and benchmark that starts the faultline binary (python3 stdlib only).
 
+One module of ~840 lines so that every standalone script imports one name; its parts (checks and waiting, the
+binary and processes, metrics, work directories, the daemon, scenario steps, peers for e2e) are in that order.
+
 Used by tests/integration (the real binary on real files), tests/e2e (with real Prometheus, Alertmanager and HTTP(S)
 receivers on 127.0.0.1), tests/deploy and bench/run_all.py. A script puts this directory on sys.path and imports it:
 

@@ -16,7 +16,6 @@
 #include <string_view>
 #include <vector>
 
-#include "faultline/rules.hpp"
 #include "faultline/types.hpp"
 
 namespace faultline::yaml {
