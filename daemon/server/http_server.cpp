@@ -1,6 +1,7 @@
 // The Beast HTTP/1.1 listener: one coroutine per connection on the daemon's io thread. Every read and write has a
-// deadline, requests are bounded in size, connections are bounded in number (beyond the bound a new connection is
-// closed at once), keep-alive connections are dropped after an idle timeout.
+// deadline — a short one to the end of the header, a longer one for the body and the response — and requests are
+// bounded in size. Connections are bounded in number, in all and per client address; beyond a bound the connection
+// that has waited longest gives way (connection_book.hpp), so slow or idle clients never keep a probe out.
 #include <utility>  // first: Boost 1.74 Asio under g++ 12 in C++20 needs it
 
 #include "http_server.hpp"
@@ -8,8 +9,11 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <list>
+#include <algorithm>
 #include <spdlog/spdlog.h>
+#include <unordered_map>
+
+#include "connection_book.hpp"
 
 namespace faultline {
 namespace {
@@ -20,50 +24,76 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
 struct State {
-  explicit State(asio::io_context& io) : acceptor(io) {}
+  State(asio::io_context& io, const ServerOptions& o)
+      : acceptor(io), options(o), book({o.max_connections, o.max_connections_per_client}) {}
   tcp::acceptor acceptor;
   ServerOptions options;
   HttpServer::Handler handler;
   HttpServer::Observer observer;
-  std::size_t active = 0;
   bool closed = false;
-  std::list<beast::tcp_stream*> streams;  // open connections, closed by close()
+  ConnectionBook book;
+  std::unordered_map<ConnectionBook::Id, beast::tcp_stream*> streams;  // open connections, closed by close() or shed
 };
 
 void observe(State& st, std::string_view handler, unsigned status) {
   if (st.observer) st.observer(handler, status);
 }
 
-asio::awaitable<void> session(std::shared_ptr<State> st, tcp::socket socket) {
+bool too_large(const beast::error_code& ec) {
+  return ec == http::error::header_limit || ec == http::error::body_limit || ec == http::error::buffer_overflow;
+}
+
+asio::awaitable<void> answer_too_large(State& st, beast::tcp_stream& stream) {
+  http::response<http::string_body> res{http::status::payload_too_large, 11};
+  res.set(http::field::content_type, "text/plain; charset=utf-8");
+  res.set(http::field::connection, "close");
+  res.body() = "request too large\n";
+  res.prepare_payload();
+  stream.expires_after(st.options.request_timeout);
+  beast::error_code ec;
+  co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
+  observe(st, "other", 413);
+}
+
+// Reads one request: on a keep-alive connection first waits (idle_timeout) for its first byte, then gives the header
+// header_timeout and the body request_timeout. False when the connection is to close.
+asio::awaitable<bool> read_request(State& st, beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                   http::request_parser<http::string_body>& parser, bool first) {
+  beast::error_code ec;
+  auto on_error = asio::redirect_error(asio::use_awaitable, ec);
+  if (!first && buffer.size() == 0) {
+    stream.expires_after(st.options.idle_timeout);
+    std::size_t n = co_await stream.async_read_some(buffer.prepare(std::min<std::size_t>(512, buffer.max_size())), on_error);
+    if (ec) co_return false;
+    buffer.commit(n);
+  }
+  stream.expires_after(st.options.header_timeout);
+  co_await http::async_read_header(stream, buffer, parser, on_error);
+  if (!ec && !parser.is_done()) {
+    stream.expires_after(st.options.request_timeout);
+    co_await http::async_read(stream, buffer, parser, on_error);
+  }
+  if (ec && too_large(ec) && !st.closed) co_await answer_too_large(st, stream);
+  co_return !ec;
+}
+
+asio::awaitable<void> session(std::shared_ptr<State> st, tcp::socket socket, ConnectionBook::Id id) {
   beast::tcp_stream stream(std::move(socket));
-  auto self = st->streams.insert(st->streams.end(), &stream);
-  ++st->active;
+  if (!st->book.holds(id)) co_return;  // shed before it started: the socket closes with the stream
+  st->streams[id] = &stream;
   beast::flat_buffer buffer(st->options.max_request_bytes);
   bool first = true;
   for (;;) {
     if (st->closed) break;
+    st->book.waiting(id);
     http::request_parser<http::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(st->options.max_request_bytes));
     parser.body_limit(st->options.max_request_bytes);
-    stream.expires_after(first ? st->options.request_timeout : st->options.idle_timeout);
+    bool ok = co_await read_request(*st, stream, buffer, parser, first);
     first = false;
-    beast::error_code ec;
-    co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) {
-      if (ec == http::error::header_limit || ec == http::error::body_limit || ec == http::error::buffer_overflow) {
-        http::response<http::string_body> res{http::status::payload_too_large, 11};
-        res.set(http::field::content_type, "text/plain; charset=utf-8");
-        res.set(http::field::connection, "close");
-        res.body() = "request too large\n";
-        res.prepare_payload();
-        stream.expires_after(st->options.request_timeout);
-        beast::error_code wec;
-        co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, wec));
-        observe(*st, "other", 413);
-      }
-      break;
-    }
-    if (st->closed) break;  // read just before close(): the handler's state may be going away
+    if (!ok || st->closed) break;  // closed just now: the handler's state may be going away
+    if (!st->book.holds(id)) break;  // shed while its last bytes were on their way
+    st->book.busy(id);
     auto& req = parser.get();
     HttpRequest r;
     r.method = std::string(req.method_string());
@@ -87,6 +117,7 @@ asio::awaitable<void> session(std::shared_ptr<State> st, tcp::socket socket) {
       res.prepare_payload();
     }
     stream.expires_after(st->options.request_timeout);
+    beast::error_code ec;
     co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
     observe(*st, handler, out.status);
     if (ec || !keep_alive) break;
@@ -94,8 +125,18 @@ asio::awaitable<void> session(std::shared_ptr<State> st, tcp::socket socket) {
   beast::error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
   stream.socket().close(ignored);
-  st->streams.erase(self);
-  --st->active;
+  if (auto it = st->streams.find(id); it != st->streams.end() && it->second == &stream) st->streams.erase(it);
+  st->book.remove(id);
+}
+
+// The book has forgotten `id` already; a session not started yet sees that and ends at once.
+void shed(State& st, ConnectionBook::Id id) {
+  observe(st, "shed", 503);
+  auto it = st.streams.find(id);
+  if (it == st.streams.end()) return;
+  beast::error_code ignored;
+  it->second->socket().close(ignored);  // its pending read ends with operation_aborted; the session cleans up
+  st.streams.erase(it);
 }
 
 asio::awaitable<void> accept_loop(std::shared_ptr<State> st) {
@@ -111,13 +152,17 @@ asio::awaitable<void> accept_loop(std::shared_ptr<State> st) {
       co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       continue;
     }
-    if (st->active >= st->options.max_connections) {
+    auto peer = socket.remote_endpoint(ec);
+    std::string client = ec ? std::string() : peer.address().to_string();
+    auto admission = st->book.admit(client);
+    for (auto victim : admission.shed) shed(*st, victim);
+    if (!admission.id) {
       beast::error_code ignored;
       socket.close(ignored);
       observe(*st, "overload", 503);
       continue;
     }
-    asio::co_spawn(st->acceptor.get_executor(), session(st, std::move(socket)), asio::detached);
+    asio::co_spawn(st->acceptor.get_executor(), session(st, std::move(socket), *admission.id), asio::detached);
   }
 }
 
@@ -140,7 +185,7 @@ class BeastServer final : public HttpServer {
     st_->closed = true;
     beast::error_code ec;
     st_->acceptor.close(ec);
-    for (auto* s : st_->streams) s->socket().close(ec);
+    for (auto& entry : st_->streams) entry.second->socket().close(ec);
   }
 
  private:
@@ -153,9 +198,7 @@ std::unique_ptr<HttpServer> HttpServer::create(asio::io_context& io, const Serve
                                                Observer observer, std::string* error) {
   auto parsed = parse_listen_address(options.listen, error);
   if (!parsed) return nullptr;
-  auto st = std::make_shared<State>(io);
-  st->options = options;
-  if (st->options.max_connections == 0) st->options.max_connections = 1;
+  auto st = std::make_shared<State>(io, options);
   st->handler = std::move(handler);
   st->observer = std::move(observer);
   beast::error_code ec;

@@ -34,8 +34,14 @@ struct ServerOptions {
   // When set, the token in this file (whitespace trimmed) is required as `Authorization: Bearer <token>` by the
   // incident API and the page (/, /api/*). /metrics, /healthz and /readyz stay open.
   std::string api_token_file;
-  std::size_t max_connections = 64;                   // more are accepted and closed at once (503)
-  Duration request_timeout = std::chrono::seconds(10);  // to read one request and to write its response
+  // Connections held at once, in all and from one client address. A new connection beyond either bound sheds the
+  // connection that has waited longest (for its header, its body or its next keep-alive request) — of the same client
+  // for the per-client bound; one is refused only when every held connection is writing a response. So slow and idle
+  // clients cannot keep out a probe or a scrape: a request that arrives whole is the newest and is read at once.
+  std::size_t max_connections = 256;
+  std::size_t max_connections_per_client = 32;
+  Duration header_timeout = std::chrono::seconds(2);    // from the connection (or the first byte) to the header's end
+  Duration request_timeout = std::chrono::seconds(10);  // to read the body and, then, to write the response
   Duration idle_timeout = std::chrono::seconds(30);     // a keep-alive connection waiting for its next request
   std::size_t max_request_bytes = 16 * 1024;          // header + body of one request
 };

@@ -505,6 +505,63 @@ def t_sidecar_only(cases):
     cases.run("sidecar-only: just the sidecar's ConfigMaps; rules from the image", only_configmaps)
 
 
+def t_server(cases):
+    """What must be reachable is bound deliberately; the API token comes from a Secret; the NetworkPolicy."""
+    d = Render().ok()
+
+    def defaults():
+        spec = pod_spec(d.one("DaemonSet"))
+        c = container(spec, "faultline")
+        cfg = config_of(d, c, spec)
+        assert cfg["listen"] == "0.0.0.0:9464", cfg["listen"]  # kubelet and Prometheus reach the pod IP
+        assert "api_token_file" not in (cfg.get("server") or {}), cfg.get("server")
+        assert not any(v["name"] == "faultline-api-token" for v in spec["volumes"])
+        assert not d.all("NetworkPolicy")
+    cases.run("defaults: bind 0.0.0.0 on the port, API open, no NetworkPolicy", defaults)
+
+    peer = "networkPolicy.from[0].namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=monitoring"
+    r = Render("--set", "server.apiToken.existingSecret=fl-token,server.apiToken.key=api,networkPolicy.enabled=true,"
+               "server.bindAddress=::,vllmExample.enabled=true", "--set", peer)
+    cases.run("API token Secret, NetworkPolicy and an IPv6 bind render valid objects", r.ok)
+    if r.rc != 0:
+        return
+
+    def token():
+        for spec, c in ((pod_spec(r.one("DaemonSet")), None), (pod_spec(r.one("Deployment")), "init")):
+            fl = container(spec, "faultline", init=c == "init")
+            v = volume(spec, "faultline-api-token")
+            assert v["secret"]["secretName"] == "fl-token", v
+            m = mount_of(fl, "faultline-api-token")
+            assert m["readOnly"] is True and m["mountPath"] == "/etc/faultline/api-token", m
+            args = fl["args"]
+            path = args[args.index("--config") + 1]
+            cm_mount = [x for x in fl["volumeMounts"] if path.startswith(x["mountPath"].rstrip("/") + "/")][0]
+            cm = r.configmap(volume(spec, cm_mount["name"])["configMap"]["name"])
+            cfg = yaml.safe_load(cm["data"][path.rsplit("/", 1)[1]])
+            assert cfg["server"]["api_token_file"] == "/etc/faultline/api-token/api", cfg["server"]
+            assert cfg["listen"] == "[::]:9464", cfg["listen"]
+            with tempfile.NamedTemporaryFile("w", suffix=".token") as f:  # the Secret exists only in a pod
+                f.write("tok\n")
+                f.flush()
+                cfg["server"]["api_token_file"] = f.name
+                daemon_accepts(cfg)
+    cases.run("the API token Secret is mounted read-only and named by server.api_token_file (agent, sidecar)",
+              token)
+
+    def policy():
+        np = r.one("NetworkPolicy")
+        sel = np["spec"]["podSelector"]["matchLabels"]
+        assert sel["app.kubernetes.io/component"] == "agent", sel
+        assert np["spec"]["policyTypes"] == ["Ingress"], np["spec"]
+        (rule,) = np["spec"]["ingress"]
+        assert rule["ports"] == [{"port": "metrics", "protocol": "TCP"}], rule
+        assert rule["from"][0]["namespaceSelector"]["matchLabels"] == {
+            "kubernetes.io/metadata.name": "monitoring"}, rule
+        only_node = Render("--set", "networkPolicy.enabled=true").ok()
+        assert only_node.one("NetworkPolicy")["spec"]["ingress"] == [], "from: [] must admit only the node"
+    cases.run("NetworkPolicy: ingress to the port only from the listed peers (and the node)", policy)
+
+
 def t_port_and_names(cases):
     long_name = "inference-observability-production-eu-west"
     r = Render("--set", "port=9500,vllmExample.enabled=true", name=long_name)
@@ -687,6 +744,7 @@ def main():
     t_kmsg(cases)
     t_sidecar_only(cases)
     t_port_and_names(cases)
+    t_server(cases)
     t_parent_chart(cases)
     t_failures(cases)
     cases.finish()

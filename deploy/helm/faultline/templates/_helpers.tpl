@@ -73,6 +73,13 @@ appVersion only inside this chart (a parent chart's appVersion means something e
 {{- define "faultline.paths.state" -}}/var/lib/faultline{{- end }}
 {{- define "faultline.paths.sidecarLogs" -}}/var/log/faultline-input{{- end }}
 {{- define "faultline.paths.imageCatalog" -}}/usr/share/faultline/rules{{- end }}
+{{- define "faultline.paths.apiToken" -}}/etc/faultline/api-token{{- end }}
+
+{{/* The Secret holding the API token (server.apiToken.existingSecret), or "". Context: dict "Values". */}}
+{{- define "faultline.apiTokenSecret" -}}
+{{- $server := default dict .Values.server }}
+{{- with $server.apiToken }}{{ .existingSecret | default "" }}{{ end }}
+{{- end }}
 
 {{/*
 Rule directories: the catalog, the user's rules, each extra ConfigMap. Context: dict "Values".
@@ -128,6 +135,12 @@ hidden ..<timestamp> copies.
 - name: faultline-tmp
   emptyDir:
     sizeLimit: 64Mi
+{{- with include "faultline.apiTokenSecret" . }}
+- name: faultline-api-token
+  secret:
+    secretName: {{ . }}
+    defaultMode: 0440
+{{- end }}
 {{- end }}
 
 {{- define "faultline.commonVolumeMounts" -}}
@@ -151,6 +164,11 @@ hidden ..<timestamp> copies.
 {{- end }}
 - name: faultline-tmp
   mountPath: /tmp
+{{- if include "faultline.apiTokenSecret" . }}
+- name: faultline-api-token
+  mountPath: {{ include "faultline.paths.apiToken" . }}
+  readOnly: true
+{{- end }}
 {{- end }}
 
 {{/* Downward-API environment: the daemon's `node` label and, in sidecar mode, the pod's identity. */}}
@@ -174,18 +192,24 @@ hidden ..<timestamp> copies.
 {{- end }}
 
 {{/*
-config.yaml. Context: dict "Values" "sources". The chart owns listen, state_dir, rules.paths
-and sources; .Values.config is merged over it (maps merge, lists replace).
+config.yaml. Context: dict "Values" "sources". The chart owns listen (server.bindAddress and
+port), server.api_token_file (server.apiToken), state_dir, rules.paths and sources; .Values.config is merged over it (maps merge, lists replace).
 */}}
 {{- define "faultline.configYaml" -}}
 {{- $rules := dict "paths" (include "faultline.rulePaths" . | fromYamlArray) "watch" .Values.rules.watch }}
 {{- if .Values.rules.overrides }}
 {{- $_ := set $rules "overrides" .Values.rules.overrides }}
 {{- end }}
+{{- $server := default dict .Values.server }}
+{{- $bind := default "0.0.0.0" $server.bindAddress }}
 {{- $base := dict
-      "listen" (printf "0.0.0.0:%d" (int .Values.port))
+      "listen" (printf "%s:%d" (ternary (printf "[%s]" $bind) $bind (contains ":" $bind)) (int .Values.port))
       "state_dir" (include "faultline.paths.state" .)
       "rules" $rules
       "sources" .sources }}
+{{- with include "faultline.apiTokenSecret" . }}
+{{- $key := default "token" $server.apiToken.key }}
+{{- $_ := set $base "server" (dict "api_token_file" (printf "%s/%s" (include "faultline.paths.apiToken" $) $key)) }}
+{{- end }}
 {{- toYaml (mergeOverwrite $base (deepCopy .Values.config)) }}
 {{- end }}
