@@ -40,7 +40,13 @@ const std::string& rule_id(const Rule& r) { return r.id; }
 }  // namespace
 
 std::string Diagnostic::str() const {
-  return pos.str() + (kind == Kind::error ? ": error: " : ": warning: ") + message;
+  std::string where = pos.str();
+  if (!where.empty()) where += ": ";
+  return where + (kind == Kind::error ? "error: " : "warning: ") + message;
+}
+
+bool any_unreadable(const std::vector<Diagnostic>& diagnostics) {
+  return std::any_of(diagnostics.begin(), diagnostics.end(), [](const Diagnostic& d) { return d.unreadable; });
 }
 
 bool LoadResult::ok() const {

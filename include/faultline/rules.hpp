@@ -20,9 +20,15 @@ struct Diagnostic {
   Kind kind = Kind::error;
   Position pos;
   std::string message;
+  // The input could not be read at all (no such file, no permission, not a regular file, no rules anywhere in the
+  // paths given), as opposed to what it says being wrong: commands exit 2 for the first, 1 for the second.
+  bool unreadable = false;
 
-  std::string str() const;  // "file:line:column: error: message"
+  std::string str() const;  // "file:line:column: error: message"; "error: message" when there is no file
 };
+
+// Whether any diagnostic says an input could not be read.
+bool any_unreadable(const std::vector<Diagnostic>& diagnostics);
 
 // One named event of a rule: a regex in the syntax Hyperscan and RE2 share.
 struct EventPattern {
@@ -152,6 +158,8 @@ struct LoadResult {
 
 // Loads rule files: each path is a .yaml/.yml file or a directory searched recursively. A file holds one rule
 // (a mapping) or several (a sequence of mappings, or a mapping with a `rules:` list). Every problem is reported.
+// Limits (build constants): a file of more than 4 MiB is refused before it is read, a value of more than 64 KiB at
+// its position. Paths that hold no rule at all are an `unreadable` error naming them.
 LoadResult load_rules(const std::vector<std::string>& paths);
 LoadResult load_rules_from_string(std::string_view yaml, std::string_view file_name);
 

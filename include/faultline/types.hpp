@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -80,5 +81,11 @@ std::string_view faultline_version();
 
 // Replace invalid UTF-8 sequences with U+FFFD so text can go into JSON.
 std::string sanitize_utf8(std::string_view text);
+
+// What a message may echo of a value the user gave (a pattern, a key, a URL): the text itself when it is at most
+// `max` bytes, else its first `max` bytes (cut at a UTF-8 boundary) and "… (N bytes)". Every diagnostic and error
+// that repeats user input goes through this, so a 1 MB pattern never becomes 1 MB of error text.
+inline constexpr std::size_t kExcerptBytes = 120;
+std::string excerpt(std::string_view text, std::size_t max = kExcerptBytes);
 
 }  // namespace faultline
