@@ -75,7 +75,9 @@ std::optional<std::chrono::seconds> parse_utc_offset(std::string_view s) {
 }
 
 std::string Diagnostic::str() const {
-  return pos.str() + (kind == Kind::error ? ": error: " : ": warning: ") + message;
+  std::string where = pos.str();
+  if (!where.empty()) where += ": ";
+  return where + (kind == Kind::error ? "error: " : "warning: ") + message;
 }
 
 std::string_view faultline_version() { return FAULTLINE_VERSION; }

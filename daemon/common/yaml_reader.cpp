@@ -1,8 +1,13 @@
 // The shared YAML reader: positions, the scalar dialect and the checks every mapping gets (see yaml_reader.hpp).
 #include "faultline/yaml_reader.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
+#include <fstream>
 #include <cctype>
 #include <map>
 #include <set>
@@ -72,7 +77,46 @@ bool Reader::errors_since(std::size_t mark) const {
                      [](const Diagnostic& d) { return d.kind == Diagnostic::Kind::error; });
 }
 
+namespace {
+
+std::string size_text(std::size_t bytes) {
+  if (bytes >= (std::size_t{1} << 20) && bytes % (std::size_t{1} << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+  if (bytes >= 1024 && bytes % 1024 == 0) return std::to_string(bytes >> 10) + " KiB";
+  return std::to_string(bytes) + " bytes";
+}
+
+}  // namespace
+
+bool Reader::within_file_limit(std::size_t size) {
+  if (size <= kMaxFileBytes) return true;
+  error_at(Position{file_, 1, 1}, "the file is " + std::to_string(size) + " bytes; a rule or config file may have at most " +
+                                      size_text(kMaxFileBytes));
+  return false;
+}
+
+std::optional<std::string> Reader::read_file() {
+  auto unreadable = [&](std::string why) -> std::optional<std::string> {
+    diags_.push_back(Diagnostic{Diagnostic::Kind::error, Position{file_, 0, 0}, std::move(why), true});
+    return std::nullopt;
+  };
+  struct stat st {};
+  if (::stat(file_.c_str(), &st) != 0) return unreadable(std::string("cannot read: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return unreadable("not a regular file");
+  if (!within_file_limit(static_cast<std::size_t>(st.st_size))) return std::nullopt;
+  std::ifstream in(file_, std::ios::binary);
+  if (!in) return unreadable(std::string("cannot open: ") + std::strerror(errno));
+  std::string text;
+  text.resize(static_cast<std::size_t>(st.st_size));
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  // A file that grew since stat: what is beyond the size checked is refused too.
+  if (in && in.peek() != std::ifstream::traits_type::eof() && !within_file_limit(kMaxFileBytes + 1)) return std::nullopt;
+  if (in.bad()) return unreadable("read error");
+  return text;
+}
+
 std::optional<YAML::Node> Reader::load(std::string_view text) {
+  if (!within_file_limit(text.size())) return std::nullopt;
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));
@@ -80,11 +124,12 @@ std::optional<YAML::Node> Reader::load(std::string_view text) {
     error_at(position_of(file_, e.mark), e.msg);
     return std::nullopt;
   }
-  check_duplicates(root, 0);
+  check_tree(root, 0);
   return root;
 }
 
 std::optional<std::vector<YAML::Node>> Reader::load_all(std::string_view text) {
+  if (!within_file_limit(text.size())) return std::nullopt;
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(std::string(text));
@@ -92,14 +137,20 @@ std::optional<std::vector<YAML::Node>> Reader::load_all(std::string_view text) {
     error_at(position_of(file_, e.mark), e.msg);
     return std::nullopt;
   }
-  for (const auto& doc : docs) check_duplicates(doc, 0);
+  for (const auto& doc : docs) check_tree(doc, 0);
   return docs;
 }
 
-void Reader::check_duplicates(const YAML::Node& node, int depth) {
+void Reader::check_tree(const YAML::Node& node, int depth) {
   if (depth > 64) return;  // an alias cycle or a silly nesting: nothing left to learn
+  if (node.IsScalar()) {
+    if (node.Scalar().size() > kMaxScalarBytes)
+      error(node, "a value of " + std::to_string(node.Scalar().size()) + " bytes ('" + excerpt(node.Scalar(), 40) +
+                      "'); a value may have at most " + size_text(kMaxScalarBytes));
+    return;
+  }
   if (node.IsSequence()) {
-    for (const auto& item : node) check_duplicates(item, depth + 1);
+    for (const auto& item : node) check_tree(item, depth + 1);
     return;
   }
   if (!node.IsMap()) return;
@@ -107,11 +158,13 @@ void Reader::check_duplicates(const YAML::Node& node, int depth) {
   for (auto it = node.begin(); it != node.end(); ++it) {
     const YAML::Node key = it->first;  // copies: the iterator yields a temporary
     const YAML::Node value = it->second;
-    if (key.IsScalar()) {
+    if (key.IsScalar() && key.Scalar().size() > kMaxScalarBytes) {
+      check_tree(key, depth + 1);
+    } else if (key.IsScalar()) {
       auto [at, inserted] = first.emplace(key.Scalar(), pos(key));
-      if (!inserted) error(key, "duplicate key '" + key.Scalar() + "' (first at " + at->second.str() + ")");
+      if (!inserted) error(key, "duplicate key '" + excerpt(key.Scalar()) + "' (first at " + at->second.str() + ")");
     }
-    check_duplicates(value, depth + 1);
+    check_tree(value, depth + 1);
   }
 }
 
@@ -134,7 +187,7 @@ bool Reader::mapping(const YAML::Node& node, std::string_view where, const std::
     if (f == fields.end()) {
       std::string known;
       for (const auto& x : fields) known += (known.empty() ? "" : ", ") + std::string(x.key);
-      error(key, std::string(where) + ": unknown key '" + name + "' (known: " + known + ")");
+      error(key, std::string(where) + ": unknown key '" + excerpt(name) + "' (known: " + known + ")");
       continue;
     }
     f->visit(it->second);
@@ -154,7 +207,7 @@ void Reader::check_keys(const YAML::Node& node, std::initializer_list<std::strin
     if (std::find(known.begin(), known.end(), key.Scalar()) != known.end()) continue;
     std::string list;
     for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-    error(key, std::string(where) + ": unknown key '" + key.Scalar() + "' (known: " + list + ")");
+    error(key, std::string(where) + ": unknown key '" + excerpt(key.Scalar()) + "' (known: " + list + ")");
   }
 }
 
@@ -177,7 +230,7 @@ bool Reader::boolean(const YAML::Node& node, bool& out, std::string_view what) {
     out = *b;
     return true;
   }
-  std::string message = std::string(what) + ": expected true or false, got '" + s + "'";
+  std::string message = std::string(what) + ": expected true or false, got '" + excerpt(s) + "'";
   if (looks_boolean(s)) message += " (only the lowercase words true and false are booleans here, not YAML 1.1's yes/no/on/off)";
   error(node, std::move(message));
   return false;
@@ -193,7 +246,7 @@ bool Reader::integer_in(const YAML::Node& node, std::int64_t& out, std::string_v
     if (all_digits(s)) {
       error(node, std::string(what) + ": must be at most " + std::to_string(max));
     } else {
-      error(node, std::string(what) + ": expected a whole number, got '" + s + "'");
+      error(node, std::string(what) + ": expected a whole number, got '" + excerpt(s) + "'");
     }
     return false;
   }
@@ -213,7 +266,7 @@ bool Reader::duration(const YAML::Node& node, Duration& out, std::string_view wh
   if (!scalar(node, what)) return false;
   auto d = parse_duration(node.Scalar());
   if (!d) {
-    error(node, std::string(what) + ": bad duration '" + node.Scalar() + "' (e.g. 250ms, 5s, 10m, 1h30m)");
+    error(node, std::string(what) + ": bad duration '" + excerpt(node.Scalar()) + "' (e.g. 250ms, 5s, 10m, 1h30m)");
     return false;
   }
   if (zero == Zero::rejected && d->count() == 0) {

@@ -109,18 +109,12 @@ ConfigResult load_config_from_string(std::string_view yaml, std::string_view fil
 }
 
 ConfigResult load_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    ConfigResult result;
-    result.config = default_config();
-    Position p;
-    p.file = path;
-    result.diagnostics.push_back(Diagnostic{Diagnostic::Kind::error, p, "cannot read the config file"});
-    return result;
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return load_config_from_string(ss.str(), path);
+  ConfigResult unread;
+  unread.config = default_config();
+  yaml::Reader r(path, unread.diagnostics);
+  auto text = r.read_file();  // stat first: a huge file is refused before it is read
+  if (!text) return unread;
+  return load_config_from_string(*text, path);
 }
 
 }  // namespace faultline

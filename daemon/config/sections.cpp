@@ -17,7 +17,7 @@ Reader::Visit size(Reader& r, T& out, std::string what, std::uint64_t min) {
   return [&r, &out, what = std::move(what), min](const YAML::Node& n) {
     if (!r.scalar(n, what)) return;
     auto v = parse_size(n.Scalar());
-    if (!v) r.error(n, what + ": bad size '" + n.Scalar() + "' (e.g. 65536, 64KiB, 16MiB)");
+    if (!v) r.error(n, what + ": bad size '" + excerpt(n.Scalar()) + "' (e.g. 65536, 64KiB, 16MiB)");
     else if (*v < min) r.error(n, what + ": must be at least " + std::to_string(min) + " bytes");
     else out = static_cast<T>(*v);
   };
@@ -32,7 +32,7 @@ void decode_utc_offset(Reader& r, const YAML::Node& n, Config& c) {
   const std::string& v = n.Scalar();
   auto offset = parse_utc_offset(v);
   if (!offset) {
-    r.error(n, "utc_offset: expected +HH:MM, -HH:MM or Z, got '" + v + "'");
+    r.error(n, "utc_offset: expected +HH:MM, -HH:MM or Z, got '" + excerpt(v) + "'");
     return;
   }
   c.utc_offset = *offset;
@@ -45,7 +45,7 @@ void decode_log(Reader& r, const YAML::Node& n, LogSettings& log) {
                    if (!r.scalar(v, "log.level")) return;
                    if (valid_log_level(v.Scalar())) log.level = v.Scalar();
                    else r.error(v, "log.level: expected trace, debug, info, warn, error, critical or off, got '" +
-                                       v.Scalar() + "'");
+                                       excerpt(v.Scalar()) + "'");
                  }},
                 {"format", r.enumeration(log.format, "log.format", parse_log_format, "text or json")},
             });
@@ -71,7 +71,7 @@ void decode_overrides(Reader& r, const YAML::Node& v, std::vector<RuleOverride>&
                   {"severity", [&](const YAML::Node& s) {
                      if (!r.scalar(s, where + ".severity")) return;
                      if (auto sev = parse_severity(s.Scalar())) o.severity = *sev;
-                     else r.error(s, where + ".severity: expected info, warning or critical, got '" + s.Scalar() + "'");
+                     else r.error(s, where + ".severity: expected info, warning or critical, got '" + excerpt(s.Scalar()) + "'");
                    }},
                   {"labels", r.fields(o.labels, "labels")},
               });
@@ -126,7 +126,7 @@ void decode_source(Reader& r, const YAML::Node& node, SourceSpec& s, std::size_t
     s.kind = SourceKind::kmsg;
     if (s.paths.empty()) s.paths = {"/dev/kmsg"};
   } else {
-    r.error(type_node, where + ".type: expected file, stdin or kmsg, got '" + type + "'");
+    r.error(type_node, where + ".type: expected file, stdin or kmsg, got '" + excerpt(type) + "'");
   }
 }
 

@@ -115,7 +115,7 @@ CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
       if (!re->ok()) {
         result.diagnostics.push_back({Diagnostic::Kind::error, ev.pos,
                                       "rule '" + rule.id + "', event '" + ev.name + "': RE2 rejects the pattern: " +
-                                          re->error()});
+                                          excerpt(re->error())});
         impl->confirm.emplace_back();
         impl->capture_index.emplace_back();
         continue;
@@ -176,7 +176,8 @@ CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
           result.diagnostics.push_back(
               {Diagnostic::Kind::error, sources[i]->pos,
                "rule '" + owners[i]->id + "', event '" + sources[i]->name + "': Hyperscan cannot compile pattern '" +
-                   patterns[i] + "': " + (single_err && single_err->message ? single_err->message : "unknown error")});
+                   excerpt(patterns[i]) + "': " +
+                   excerpt(single_err && single_err->message ? single_err->message : "unknown error")});
         }
         hs_free_database(single);
       }

@@ -4,12 +4,30 @@
 #include <charconv>
 
 #include "faultline/net.hpp"
+#include "faultline/types.hpp"
 
 namespace faultline {
 
+std::string mask_url_credentials(std::string_view url) {
+  auto sep = url.find("://");
+  if (sep == std::string_view::npos) return std::string(url);
+  auto start = sep + 3;
+  auto end = url.find_first_of("/?#", start);
+  auto authority = url.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+  auto at = authority.rfind('@');
+  if (at == std::string_view::npos) return std::string(url);
+  auto userinfo = authority.substr(0, at);
+  auto colon = userinfo.find(':');
+  std::string out(url.substr(0, start));
+  if (colon != std::string_view::npos) out.append(userinfo.substr(0, colon)).append(":");
+  out += "***";
+  out.append(url.substr(start + at));
+  return out;
+}
+
 std::optional<ParsedUrl> parse_url(std::string_view url, std::string* error) {
   auto fail = [&](std::string msg) -> std::optional<ParsedUrl> {
-    if (error) *error = "invalid URL '" + std::string(url) + "': " + msg;
+    if (error) *error = "invalid URL '" + excerpt(mask_url_credentials(url)) + "': " + msg;
     return std::nullopt;
   };
   ParsedUrl out;

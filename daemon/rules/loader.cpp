@@ -4,9 +4,7 @@
 // This file also reads a rule's tests and finds the rule files.
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "faultline/rules.hpp"
 #include "rule_reader.hpp"
@@ -232,25 +230,27 @@ LoadResult load_rules(const std::vector<std::string>& paths) {
         auto ext = path.extension().string();
         if ((ext == ".yaml" || ext == ".yml") && it->is_regular_file()) found.push_back(path.string());
       }
-      if (ec) result.diagnostics.push_back({Diagnostic::Kind::error, Position{p, 0, 0}, "cannot read directory: " + ec.message()});
+      if (ec)
+        result.diagnostics.push_back(
+            {Diagnostic::Kind::error, Position{p, 0, 0}, "cannot read directory: " + ec.message(), true});
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
     } else if (fs::exists(p, ec)) {
       files.push_back(p);
     } else {
-      result.diagnostics.push_back({Diagnostic::Kind::error, Position{p, 0, 0}, "no such file or directory"});
+      result.diagnostics.push_back({Diagnostic::Kind::error, Position{p, 0, 0}, "no such file or directory", true});
     }
   }
   std::map<std::string, Position> ids;
   for (const auto& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    if (!in) {
-      result.diagnostics.push_back({Diagnostic::Kind::error, Position{f, 0, 0}, "cannot open file"});
-      continue;
-    }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    load_text(ss.str(), f, result, ids);
+    RuleReader reader(f, result.diagnostics);
+    if (auto text = reader.read_file()) load_text(*text, f, result, ids);
+  }
+  if (result.rules.rules.empty() && result.ok() && !paths.empty()) {
+    std::string named;
+    for (const auto& p : paths) named += (named.empty() ? "'" : ", '") + excerpt(p) + "'";
+    result.diagnostics.push_back({Diagnostic::Kind::error, Position{paths.front(), 0, 0},
+                                  "no rules found in " + named + " (rule files end in .yaml or .yml)", true});
   }
   result.rules.build_index();
   return result;

@@ -39,6 +39,10 @@ const std::string& rule_id(const Rule& r) { return r.id; }
 
 }  // namespace
 
+bool any_unreadable(const std::vector<Diagnostic>& diagnostics) {
+  return std::any_of(diagnostics.begin(), diagnostics.end(), [](const Diagnostic& d) { return d.unreadable; });
+}
+
 bool LoadResult::ok() const {
   return std::none_of(diagnostics.begin(), diagnostics.end(),
                       [](const Diagnostic& d) { return d.kind == Diagnostic::Kind::error; });

@@ -25,18 +25,18 @@ void RuleReader::events(const YAML::Node& node, Rule& rule) {
     const YAML::Node name = it->first;  // copies: the iterator yields a temporary
     const YAML::Node body = it->second;
     ev.name = name.as<std::string>("");
-    if (!is_event_name(ev.name)) error(name, "event name '" + ev.name + "' must match [a-z0-9_]+");
+    if (!is_event_name(ev.name)) error(name, "event name '" + excerpt(ev.name) + "' must match [a-z0-9_]+");
     if (rule.event_index(ev.name) >= 0) continue;  // a duplicate key, reported when the file was loaded
     if (body.IsScalar()) {  // shorthand: name: 'regex'
       ev.regex = body.Scalar();
       ev.pos = pos(body);
     } else if (body.IsMap()) {
-      check_keys(body, {"regex", "level", "caseless", "set"}, "event '" + ev.name + "'");
+      check_keys(body, {"regex", "level", "caseless", "set"}, "event '" + excerpt(ev.name) + "'");
       if (auto r = body["regex"]) {
         string(r, ev.regex, "regex");
         ev.pos = pos(r);
       } else {
-        error(body, "event '" + ev.name + "' has no regex");
+        error(body, "event '" + excerpt(ev.name) + "' has no regex");
       }
       if (auto l = body["level"]) {
         std::vector<std::string> levels;
@@ -44,7 +44,7 @@ void RuleReader::events(const YAML::Node& node, Rule& rule) {
           for (const auto& level : levels) {
             auto lv = parse_level(level);
             if (!lv || (level != to_string(*lv))) {
-              error(l, "unknown level '" + level + "' (expected trace, debug, info, warning, error, critical or unknown)");
+              error(l, "unknown level '" + excerpt(level) + "' (expected trace, debug, info, warning, error, critical or unknown)");
             } else {
               ev.levels.push_back(*lv);
             }
@@ -54,10 +54,10 @@ void RuleReader::events(const YAML::Node& node, Rule& rule) {
       if (auto c = body["caseless"]) boolean(c, ev.caseless, "caseless");
       if (auto s = body["set"]) string_map(s, ev.set, "set");
     } else {
-      error(body, "event '" + ev.name + "' must be a regex string or a mapping with 'regex'");
+      error(body, "event '" + excerpt(ev.name) + "' must be a regex string or a mapping with 'regex'");
       continue;
     }
-    if (ev.regex.empty()) error(body, "event '" + ev.name + "' has an empty regex");
+    if (ev.regex.empty()) error(body, "event '" + excerpt(ev.name) + "' has an empty regex");
     ev.captures = capture_names(ev.regex);
     rule.events.push_back(std::move(ev));
   }
@@ -118,7 +118,7 @@ void RuleReader::key(const YAML::Node& node, Rule& r) {
     } else if (p.rfind("field:", 0) == 0 && p.size() > 6) {
       r.key.fields.push_back(p.substr(6));
     } else {
-      error(node, "key parts are stream, node or field:<name> (got '" + p + "')");
+      error(node, "key parts are stream, node or field:<name> (got '" + excerpt(p) + "')");
     }
   }
   if (!r.key.stream && !r.key.node && r.key.fields.empty()) r.key.stream = true;
@@ -168,19 +168,19 @@ std::optional<Rule> RuleReader::rule(const YAML::Node& node) {
   Rule r;
   r.pos = pos(node);
   if (auto v = node["id"]) {
-    if (string(v, r.id, "id") && !is_kebab(r.id)) error(v, "id '" + r.id + "' must be kebab-case ([a-z0-9]+(-[a-z0-9]+)*)");
+    if (string(v, r.id, "id") && !is_kebab(r.id)) error(v, "id '" + excerpt(r.id) + "' must be kebab-case ([a-z0-9]+(-[a-z0-9]+)*)");
   } else {
     error(node, "rule has no id");
   }
   if (auto v = node["title"]) {
     string(v, r.title, "title");
   } else {
-    error(node, "rule '" + r.id + "' has no title");
+    error(node, "rule '" + excerpt(r.id) + "' has no title");
   }
   if (auto v = node["severity"]) {
     if (auto s = severity(v, "severity")) r.severity = *s;
   } else {
-    error(node, "rule '" + r.id + "' has no severity");
+    error(node, "rule '" + excerpt(r.id) + "' has no severity");
   }
   if (auto v = node["summary"]) string(v, r.summary, "summary");
   if (auto v = node["remediation"]) string(v, r.remediation, "remediation");
@@ -189,7 +189,7 @@ std::optional<Rule> RuleReader::rule(const YAML::Node& node) {
   if (auto v = node["events"]) {
     events(v, r);
   } else {
-    error(node, "rule '" + r.id + "' has no events");
+    error(node, "rule '" + excerpt(r.id) + "' has no events");
   }
   if (auto v = node["sequence"]) {
     if (!v.IsSequence() || v.size() == 0) {
@@ -203,7 +203,7 @@ std::optional<Rule> RuleReader::rule(const YAML::Node& node) {
     st.pos = r.events.front().pos;
     r.sequence.push_back(std::move(st));
   } else if (!r.events.empty()) {
-    error(node, "rule '" + r.id + "' has several events and needs a sequence");
+    error(node, "rule '" + excerpt(r.id) + "' has several events and needs a sequence");
   }
   if (auto v = node["reset_on"]) string_list(v, r.reset_on, "reset_on");
   if (auto v = node["key"]) key(v, r);

@@ -43,7 +43,7 @@ std::vector<std::string> capture_names(std::string_view regex) {
 void RuleReader::validate(const YAML::Node& node, const Rule& r) {
   auto check_event = [&](const std::string& name, const Position& where, std::string_view role) {
     if (r.event_index(name) < 0) {
-      error_at(where, std::string(role) + " names unknown event '" + name + "' in rule '" + r.id + "'");
+      error_at(where, std::string(role) + " names unknown event '" + excerpt(name) + "' in rule '" + excerpt(r.id) + "'");
     }
   };
   for (const auto& st : r.sequence) {

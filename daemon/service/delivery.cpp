@@ -51,6 +51,10 @@ Result<void> Delivery::start(const Config& config, const std::string& state_dir,
   DispatcherOptions dispatch_options;
   dispatch_options.redaction = config.redaction;
   dispatch_options.queue_capacity = config.queue_capacity;
+  // Compiled once, shared by the output (pipeline thread) and the dispatcher (io thread): a Redactor is immutable.
+  // A pattern that does not compile is reported by validate_delivery below.
+  redactor_ = Redactor::create(config.redaction);
+  dispatch_options.redactor = redactor_;
   auto problems = validate_server(server_options);
   for (auto& p : validate_delivery(dispatch_options, config.sinks, state_dir)) problems.push_back(std::move(p));
   if (!problems.empty()) {
@@ -98,7 +102,8 @@ Result<void> Delivery::start(const Config& config, const std::string& state_dir,
 
 Result<void> Delivery::open_output(const std::string& output) {
   if (output.empty()) return {};
-  auto sink = std::make_unique<JsonLinesSink>(output);
+  if (!redactor_) return Error{"the output opens only after the outputs started: it shares their redaction"};
+  auto sink = std::make_unique<JsonLinesSink>(output, redactor_);
   if (auto opened = sink->open(); !opened) return opened;
   output_ = std::move(sink);
   return {};

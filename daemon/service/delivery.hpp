@@ -18,6 +18,7 @@ namespace faultline {
 struct Config;
 struct RuleSet;
 class JsonLinesSink;
+class Redactor;
 }  // namespace faultline
 
 namespace faultline::service_detail {
@@ -34,7 +35,8 @@ class Delivery {
   // server serves on /metrics.
   Result<void> start(const Config& config, const std::string& state_dir, std::shared_ptr<Metrics> metrics,
                      const Clock& clock);
-  // The JSON-lines output: "-" standard output, "" none, else a file (appended).
+  // The JSON-lines output: "-" standard output, "" none, else a file (appended). After start(): the output is
+  // redacted with the dispatcher's Redactor.
   Result<void> open_output(const std::string& output);
 
   // One revision as a JSON line on the output, then (after the caller's journal has it) to the dispatcher.
@@ -55,6 +57,7 @@ class Delivery {
  private:
   struct Parts;
   std::unique_ptr<Parts> parts_;
+  std::shared_ptr<const Redactor> redactor_;
   std::unique_ptr<JsonLinesSink> output_;
 };
 

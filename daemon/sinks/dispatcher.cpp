@@ -26,7 +26,7 @@ std::vector<std::string> validate_delivery(const DispatcherOptions& options, con
   }
   if (!sinks.empty() && state_dir.empty()) errors.push_back("webhook sinks need a state directory for their spool");
   std::string err;
-  if (!Redactor::create(options.redaction, &err)) errors.push_back(err);
+  if (!options.redactor && !Redactor::create(options.redaction, &err)) errors.push_back(err);
   if (options.queue_capacity == 0) errors.push_back("queue_capacity must be positive");
   return errors;
 }
@@ -45,7 +45,7 @@ struct Dispatcher::Impl {
   IoThread& io;
   Metrics& metrics;
   IncidentStore& store;
-  std::unique_ptr<Redactor> redactor;
+  std::shared_ptr<const Redactor> redactor;
   std::deque<Entry> sinks;  // a deque: entries hold atomics and never move
 
   // Pipeline-facing state.
@@ -117,7 +117,7 @@ void Dispatcher::add(std::unique_ptr<Sink> sink) { impl_->sinks.emplace_back().s
 Result<void> Dispatcher::start() {
   auto& d = *impl_;
   std::string err;
-  d.redactor = Redactor::create(d.opts.redaction, &err);
+  d.redactor = d.opts.redactor ? d.opts.redactor : Redactor::create(d.opts.redaction, &err);
   if (!d.redactor) return Error{err};
   if (!d.hook_id) d.hook_id = d.metrics.add_collect_hook([&d] { d.collect_active(); });
   std::lock_guard lock(d.qmu);

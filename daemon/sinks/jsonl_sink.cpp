@@ -1,4 +1,5 @@
-// The JSON-lines output: standard output or a file opened for appending. Written on the caller's thread, in order.
+// The JSON-lines output: standard output or a file opened for appending. Written on the caller's thread, in order,
+// redacted like everything else that is served or sent.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -9,7 +10,8 @@
 
 namespace faultline {
 
-JsonLinesSink::JsonLinesSink(std::string output) : output_(std::move(output)) {}
+JsonLinesSink::JsonLinesSink(std::string output, std::shared_ptr<const Redactor> redactor)
+    : output_(std::move(output)), redactor_(std::move(redactor)) {}
 
 JsonLinesSink::~JsonLinesSink() {
   if (fd_ > 2) ::close(fd_);
@@ -28,7 +30,14 @@ Result<void> JsonLinesSink::open() {
 
 Result<void> JsonLinesSink::deliver(const Incident& incident) {
   if (fd_ < 0) return {};
-  std::string line = to_json(incident);
+  std::string line;
+  if (redactor_) {
+    Incident redacted = incident;
+    redactor_->apply(redacted);
+    line = to_json(redacted);
+  } else {
+    line = to_json(incident);
+  }
   line += '\n';
   auto written = write_all(fd_, line, output_ == "-" ? "standard output" : output_);
   if (!written && !failed_) {

@@ -49,7 +49,7 @@ std::unique_ptr<Redactor> Redactor::create(const RedactionOptions& options, std:
   auto add = [&](const std::string& p) -> bool {
     auto re = std::make_unique<RE2>(p, ro);
     if (!re->ok()) {
-      if (error) *error = "redaction pattern '" + p + "': " + re->error();
+      if (error) *error = "redaction pattern '" + excerpt(p) + "': " + excerpt(re->error());
       return false;
     }
     impl->patterns.push_back(std::move(re));

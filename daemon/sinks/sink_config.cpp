@@ -31,7 +31,7 @@ std::optional<WebhookFormat> parse_webhook_format(std::string_view text) {
 
 std::vector<std::string> validate_sink(const SinkConfig& sink) {
   std::vector<std::string> errors;
-  auto where = "sink '" + sink.name + "': ";
+  auto where = "sink '" + excerpt(sink.name) + "': ";
   if (!valid_sink_name(sink.name)) errors.push_back(where + "name must be 1-64 characters of [A-Za-z0-9_.-]");
   std::string err;
   auto url = parse_url(sink.url, &err);
@@ -44,7 +44,7 @@ std::vector<std::string> validate_sink(const SinkConfig& sink) {
   if (sink.spool_max_age <= Duration::zero()) errors.push_back(where + "spool_max_age must be positive");
   auto readable = [&](const std::string& file, const char* what) {
     if (!file.empty() && ::access(file.c_str(), R_OK) != 0)
-      errors.push_back(where + what + " '" + file + "' is not readable");
+      errors.push_back(where + what + " '" + excerpt(file) + "' is not readable");
   };
   readable(sink.bearer_token_file, "bearer_token_file");
   readable(sink.hmac_secret_file, "hmac_secret_file");
@@ -57,7 +57,7 @@ std::vector<std::string> validate_sink(const SinkConfig& sink) {
     errors.push_back(where + "tls options given for an http:// URL");
   for (const auto& [k, v] : sink.headers) {
     if (k.empty() || k.find_first_of(" \t\r\n:") != std::string::npos || v.find_first_of("\r\n") != std::string::npos)
-      errors.push_back(where + "bad header '" + k + "'");
+      errors.push_back(where + "bad header '" + excerpt(k) + "'");
   }
   return errors;
 }

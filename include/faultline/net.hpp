@@ -18,7 +18,12 @@ struct ParsedUrl {
 };
 
 // http(s)://host[:port][/path][?query]; credentials in the URL are refused. Returns nullopt and sets `error`.
+// Messages name the URL masked and cut (excerpt, types.hpp): never its credentials.
 std::optional<ParsedUrl> parse_url(std::string_view url, std::string* error = nullptr);
+
+// The URL as it may be shown: credentials masked ("http://user:***@host/…"; a user part alone, which may be a
+// token, becomes "***@"); anything else unchanged.
+std::string mask_url_credentials(std::string_view url);
 
 struct TlsOptions {
   std::string ca_file;           // PEM bundle to trust; empty: the system's default trust store

@@ -15,6 +15,9 @@
 
 namespace faultline {
 
+// Whether any diagnostic says an input could not be read.
+bool any_unreadable(const std::vector<Diagnostic>& diagnostics);
+
 // One named event of a rule: a regex in the syntax Hyperscan and RE2 share.
 struct EventPattern {
   std::string name;
@@ -143,6 +146,8 @@ struct LoadResult {
 
 // Loads rule files: each path is a .yaml/.yml file or a directory searched recursively. A file holds one rule
 // (a mapping) or several (a sequence of mappings, or a mapping with a `rules:` list). Every problem is reported.
+// Limits (build constants): a file of more than 4 MiB is refused before it is read, a value of more than 64 KiB at
+// its position. Paths that hold no rule at all are an `unreadable` error naming them.
 LoadResult load_rules(const std::vector<std::string>& paths);
 LoadResult load_rules_from_string(std::string_view yaml, std::string_view file_name);
 

@@ -177,7 +177,9 @@ class Sink {
 // file (created 0644). Written on the calling thread; a write failure is logged once and returned.
 class JsonLinesSink final : public Sink {
  public:
-  explicit JsonLinesSink(std::string output);
+  // `redactor`: applied to each revision before it is written, as the dispatcher applies it before the store and
+  // the webhooks (the same compiled Redactor, shared); null writes revisions as they come.
+  explicit JsonLinesSink(std::string output, std::shared_ptr<const Redactor> redactor = nullptr);
   ~JsonLinesSink() override;
   Result<void> open();
   std::string_view name() const override { return "output"; }
@@ -189,6 +191,7 @@ class JsonLinesSink final : public Sink {
 
  private:
   std::string output_;
+  std::shared_ptr<const Redactor> redactor_;
   int fd_ = -1;
   bool failed_ = false;
 };
@@ -254,6 +257,9 @@ class IncidentStore final : public Sink, public IncidentView {
 
 struct DispatcherOptions {
   RedactionOptions redaction;
+  // The redaction compiled once by the caller and shared with the JSON-lines output; null: compiled from
+  // `redaction` by start().
+  std::shared_ptr<const Redactor> redactor;
   // At `queue_capacity` backpressure() turns true and the reader should pause; submit() blocks only at
   // 4 × queue_capacity (a reader that ignores backpressure), it never drops.
   std::size_t queue_capacity = 1024;

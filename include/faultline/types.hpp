@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -40,8 +41,11 @@ struct Diagnostic {
   Kind kind = Kind::error;
   Position pos;
   std::string message;
+  // The input could not be read at all (no such file, no permission, not a regular file, no rules anywhere in the
+  // paths given), as opposed to what it says being wrong: commands exit 2 for the first, 1 for the second.
+  bool unreadable = false;
 
-  std::string str() const;  // "file:line:column: error: message"
+  std::string str() const;  // "file:line:column: error: message"; "error: message" when there is no file
 };
 
 // Named values captured from log lines (and static values set by rules), in insertion order.
@@ -90,5 +94,11 @@ std::string_view faultline_version();
 
 // Replace invalid UTF-8 sequences with U+FFFD so text can go into JSON.
 std::string sanitize_utf8(std::string_view text);
+
+// What a message may echo of a value the user gave (a pattern, a key, a URL): the text itself when it is at most
+// `max` bytes, else its first `max` bytes (cut at a UTF-8 boundary) and "… (N bytes)". Every diagnostic and error
+// that repeats user input goes through this, so a 1 MB pattern never becomes 1 MB of error text.
+inline constexpr std::size_t kExcerptBytes = 120;
+std::string excerpt(std::string_view text, std::size_t max = kExcerptBytes);
 
 }  // namespace faultline

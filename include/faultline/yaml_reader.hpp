@@ -7,6 +7,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -19,6 +20,12 @@
 #include "faultline/types.hpp"
 
 namespace faultline::yaml {
+
+// Bounds on user YAML, fixed at build time. A rule or config file larger than kMaxFileBytes is refused before it is
+// read (its size is taken with stat), so a hostile file costs no memory; a value (scalar or key) longer than
+// kMaxScalarBytes is an error at its position, patterns included (Hyperscan refuses far shorter ones anyway).
+inline constexpr std::size_t kMaxFileBytes = std::size_t{4} << 20;     // 4 MiB
+inline constexpr std::size_t kMaxScalarBytes = std::size_t{64} << 10;  // 64 KiB
 
 // The one place where yaml-cpp's 0-based marks become the 1-based positions people see (0:0 for a null mark).
 Position position_of(std::string_view file, const YAML::Mark& mark);
@@ -54,8 +61,12 @@ class Reader {
   // Parses one document (`load`) or every document of a stream (`load_all`). A syntax error is a diagnostic at its
   // mark and gives nullopt. A key repeated in any mapping of the tree is an error at the repetition that names the
   // first one's position (yaml-cpp keeps the first silently; lookups see only it).
+  // Text longer than kMaxFileBytes is refused at 1:1, a value longer than kMaxScalarBytes at its position.
   std::optional<YAML::Node> load(std::string_view text);
   std::optional<std::vector<YAML::Node>> load_all(std::string_view text);
+  // The whole of file(): stat first; one that does not exist, cannot be opened or is not a regular file is an error
+  // marked `unreadable` (commands exit 2), one larger than kMaxFileBytes an error at 1:1; both give nullopt.
+  std::optional<std::string> read_file();
 
   // --- Mappings -------------------------------------------------------------------------------------------------
   // `where` names the mapping in messages ("tail", "sinks[0]", "rule").
@@ -98,7 +109,7 @@ class Reader {
       out = *v;
       return true;
     }
-    error(node, std::string(what) + ": expected " + std::string(choices) + ", got '" + node.Scalar() + "'");
+    error(node, std::string(what) + ": expected " + std::string(choices) + ", got '" + excerpt(node.Scalar()) + "'");
     return false;
   }
 
@@ -133,7 +144,8 @@ class Reader {
   }
   bool integer_in(const YAML::Node& node, std::int64_t& out, std::string_view what, std::int64_t min,
                   std::int64_t max);
-  void check_duplicates(const YAML::Node& node, int depth);
+  bool within_file_limit(std::size_t size);
+  void check_tree(const YAML::Node& node, int depth);  // repeated keys and over-long values
 
   std::string file_;
   std::vector<Diagnostic>& diags_;

@@ -1,7 +1,11 @@
 // config: decoding into typed structs; every error path reported with its 1-based position.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "faultline/config.hpp"
 
@@ -346,4 +350,36 @@ TEST_CASE("utc_offset reads the zone of unzoned log times") {
   CHECK(west.config.utc_offset == -(std::chrono::hours(5) + std::chrono::minutes(30)));
   auto bad = load("utc_offset: CET\n");
   CHECK_FALSE(bad.ok());
+}
+
+TEST_CASE("a sink URL with credentials is refused without printing them") {
+  auto r = load("sinks:\n  - name: a\n    url: http://user:URLPASSWORD99@127.0.0.1:18099/hook\n");
+  CHECK(!r.ok());
+  std::string all;
+  for (const auto& d : r.diagnostics) all += d.str() + "\n";
+  INFO(all);
+  CHECK(all.find("URLPASSWORD99") == std::string::npos);
+  CHECK(all.find("http://user:***@127.0.0.1:18099/hook") != std::string::npos);
+  CHECK(has_error_at(r, 2, 5, "credentials in the URL are not supported"));
+}
+
+TEST_CASE("config values are bounded: long values are errors, echoes are excerpts, huge files are refused") {
+  auto long_value = load("log:\n  level: " + std::string(100'000, 'x') + "\n");
+  CHECK(has_error_at(long_value, 2, 10, "a value of 100000 bytes"));
+  for (const auto& d : long_value.diagnostics) CHECK(d.str().size() < 400);
+  auto long_echo = load("log:\n  level: " + std::string(10'000, 'x') + "\n");
+  CHECK(has_error_at(long_echo, 2, 10, "log.level: expected"));
+  for (const auto& d : long_echo.diagnostics) CHECK(d.str().size() < 400);
+
+  auto path = std::filesystem::temp_directory_path() / ("faultline-config-" + std::to_string(::getpid()) + ".yaml");
+  { std::ofstream(path) << "listen: 127.0.0.1:0\n"; }
+  std::filesystem::resize_file(path, 200'000'000);  // sparse
+  auto huge = load_config(path.string());
+  std::filesystem::remove(path);
+  REQUIRE(huge.diagnostics.size() == 1);
+  CHECK(huge.diagnostics[0].str() == path.string() + ":1:1: error: the file is 200000000 bytes; a rule or config "
+                                                     "file may have at most 4 MiB");
+  auto missing = load_config(path.string());
+  REQUIRE(missing.diagnostics.size() == 1);
+  CHECK(missing.diagnostics[0].unreadable);
 }

@@ -1,10 +1,14 @@
 // The rule loader: typed model, every error at once with 1-based positions, cross-file checks.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
+#include "faultline/match.hpp"
 #include "faultline/rules.hpp"
 
 using namespace faultline;
@@ -282,4 +286,110 @@ TEST_CASE("lookups by id and event name use the index and stay right when the se
   set.build_index();
   CHECK(set.find("c") == &set.rules[1]);
   CHECK(set.find("b")->event_index("z") == 0);
+}
+
+// ---- input limits and bounded echoes -----------------------------------------------------------------------------
+
+namespace {
+
+std::string one_rule(const std::string& title, const std::string& regex) {
+  return "id: t-1\ntitle: \"" + title + "\"\nseverity: warning\nevents:\n  e:\n    regex: '" + regex + "'\n";
+}
+
+std::size_t longest_message(const std::vector<Diagnostic>& diagnostics) {
+  std::size_t n = 0;
+  for (const auto& d : diagnostics) n = std::max(n, d.str().size());
+  return n;
+}
+
+struct ScratchDir {
+  std::filesystem::path path = std::filesystem::temp_directory_path() /
+                               ("faultline-limits-" + std::to_string(::getpid()));
+  ScratchDir() { std::filesystem::create_directories(path); }
+  ~ScratchDir() { std::filesystem::remove_all(path); }
+};
+
+}  // namespace
+
+TEST_CASE("excerpt keeps short text and cuts long text at a UTF-8 boundary, saying how long it was", "[rules]") {
+  CHECK(excerpt("abc") == "abc");
+  std::string long_text(1000, 'x');
+  auto cut = excerpt(long_text);
+  CHECK(cut.size() < 150);
+  CHECK(cut.find("(1000 bytes)") != std::string::npos);
+  std::string accents;
+  for (int i = 0; i < 100; ++i) accents += "\xc3\xa9";  // é, two bytes each
+  auto cut_accents = excerpt(accents, 5);
+  CHECK(cut_accents.substr(0, 4) == "\xc3\xa9\xc3\xa9");  // never half a character
+  CHECK(cut_accents[4] != '\xc3');
+}
+
+TEST_CASE("a value longer than 64 KiB is an error at its position, and the message stays short", "[rules]") {
+  auto r = load_rules_from_string(one_rule(std::string(100 * 1024, 'A'), "abc"), "big.yaml");
+  INFO(dump(r).substr(0, 2000));
+  CHECK(has_error(r, "big.yaml:2:8", "a value of 102400 bytes"));
+  CHECK(has_error(r, "big.yaml:2:8", "at most 64 KiB"));
+  CHECK(longest_message(r.diagnostics) < 400);
+  // Just under the bound loads.
+  auto ok = load_rules_from_string(one_rule(std::string(60 * 1024, 'A'), "abc"), "fine.yaml");
+  CHECK(ok.ok());
+}
+
+TEST_CASE("a rule file over 4 MiB is refused at file:1:1 before it is read", "[rules]") {
+  ScratchDir dir;
+  auto file = dir.path / "huge.yaml";
+  {
+    std::ofstream out(file);
+    out << one_rule("t", "abc");
+  }
+  // 200 MB, sparse: reading it would cost the memory and time the bound exists to avoid.
+  std::filesystem::resize_file(file, 200'000'000);
+  auto started = std::chrono::steady_clock::now();
+  auto r = load_rules({file.string()});
+  auto took = std::chrono::steady_clock::now() - started;
+  INFO(dump(r));
+  CHECK(has_error(r, "huge.yaml:1:1", "the file is 200000000 bytes; a rule or config file may have at most 4 MiB"));
+  CHECK(r.rules.rules.empty());
+  CHECK_FALSE(any_unreadable(r.diagnostics));  // an error in what it says: exit 1, not 2
+  CHECK(took < std::chrono::seconds(2));
+  auto from_string = load_rules_from_string(std::string(5 << 20, '#'), "s.yaml");
+  CHECK(has_error(from_string, "s.yaml:1:1", "at most 4 MiB"));
+}
+
+TEST_CASE("inputs that cannot be read are marked so; paths with no rules are named", "[rules]") {
+  ScratchDir dir;
+  auto missing = load_rules({(dir.path / "nope.yaml").string()});
+  CHECK(any_unreadable(missing.diagnostics));
+  auto empty_dir = load_rules({dir.path.string()});
+  INFO(dump(empty_dir));
+  REQUIRE(empty_dir.diagnostics.size() == 1);
+  CHECK(any_unreadable(empty_dir.diagnostics));
+  CHECK(empty_dir.diagnostics[0].str().rfind(dir.path.string() + ": error: no rules found in '", 0) == 0);
+  std::ofstream(dir.path / "empty.yaml") << "";
+  auto empty_file = load_rules({dir.path.string()});
+  REQUIRE(empty_file.diagnostics.size() == 1);
+  CHECK(empty_file.diagnostics[0].message.find("no rules found") != std::string::npos);
+  std::ofstream(dir.path / "bad.yaml") << "id: [";
+  auto bad = load_rules({dir.path.string()});
+  CHECK_FALSE(bad.ok());
+  CHECK_FALSE(any_unreadable(bad.diagnostics));  // a syntax error is what the file says
+  // A diagnostic without a file never starts with ": ".
+  CHECK(Diagnostic{Diagnostic::Kind::error, Position{}, "no rules to compile"}.str() == "error: no rules to compile");
+}
+
+TEST_CASE("patterns the engines reject are echoed as a bounded excerpt", "[rules]") {
+  // RE2 repeats an unbalanced pattern in its message; Hyperscan's message names the pattern too.
+  std::string unbalanced = "(" + std::string(50'000, 'a');
+  std::string lookahead = "(?=x)" + std::string(50'000, 'a');
+  for (const auto& regex : {unbalanced, lookahead}) {
+    auto loaded = load_rules_from_string(one_rule("t", regex), "p.yaml");
+    REQUIRE(loaded.ok());
+    auto compiled = compile_rules(std::move(loaded.rules));
+    INFO(longest_message(compiled.diagnostics));
+    REQUIRE_FALSE(compiled.diagnostics.empty());
+    CHECK(longest_message(compiled.diagnostics) < 600);
+    CHECK(std::any_of(compiled.diagnostics.begin(), compiled.diagnostics.end(),
+                      [](const Diagnostic& d) { return d.message.find("50001 bytes)") != std::string::npos ||
+                                                       d.message.find("50005 bytes)") != std::string::npos; }));
+  }
 }

@@ -395,3 +395,53 @@ TEST_CASE("validation of the server and the delivery side reports every problem"
   for (auto& e : validate_delivery(o, {a, a}, "")) errors.push_back(e);
   CHECK(errors.size() == 4);  // listen, duplicate name, no state dir, pattern
 }
+
+TEST_CASE("URL credentials are masked in every message that names the URL", "[sinks]") {
+  CHECK(mask_url_credentials("http://user:URLPASSWORD99@127.0.0.1:18099/hook") == "http://user:***@127.0.0.1:18099/hook");
+  CHECK(mask_url_credentials("https://sometoken@h/p?q=a@b") == "https://***@h/p?q=a@b");
+  CHECK(mask_url_credentials("http://h/a@b") == "http://h/a@b");  // an @ in the path is no credential
+  CHECK(mask_url_credentials("not a url") == "not a url");
+  std::string err;
+  CHECK_FALSE(parse_url("http://user:URLPASSWORD99@127.0.0.1:18099/hook", &err));
+  CHECK(err.find("URLPASSWORD99") == std::string::npos);
+  CHECK(err.find("'http://user:***@127.0.0.1:18099/hook'") != std::string::npos);
+  CHECK_FALSE(parse_url("ftp://u:SECRETFTP@h/", &err));  // refused for its scheme: masked all the same
+  CHECK(err.find("SECRETFTP") == std::string::npos);
+  SinkConfig s;
+  s.name = "a";
+  s.url = "http://user:URLPASSWORD99@127.0.0.1:18099/hook";
+  auto problems = validate_sink(s);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].find("URLPASSWORD99") == std::string::npos);
+  CHECK(problems[0].find("credentials in the URL are not supported") != std::string::npos);
+  std::string from_flag;
+  CHECK_FALSE(sink_from_url("http://u:FLAGSECRET@h/", WebhookFormat::json, {}, &from_flag));
+  CHECK(from_flag.find("FLAGSECRET") == std::string::npos);
+  // A long URL is echoed as a bounded excerpt.
+  CHECK_FALSE(parse_url("gopher://" + std::string(100'000, 'h'), &err));
+  CHECK(err.size() < 300);
+}
+
+TEST_CASE("the JSON-lines sink writes revisions redacted with the shared Redactor", "[sinks]") {
+  TempDir tmp;
+  std::string path = tmp.path + "/incidents.out";
+  std::shared_ptr<const Redactor> redactor = Redactor::create(RedactionOptions{});
+  REQUIRE(redactor);
+  Incident inc = make_incident("a", 1);
+  EvidenceLine line;
+  line.text = "CUDA out of memory. password=hunter2 Authorization: Bearer abc.def.ghi sk-abcdefghijklmnopqrstuvwx";
+  inc.evidence = {line};
+  inc.summary = "seen with password=hunter2";
+  {
+    JsonLinesSink out(path, redactor);
+    REQUIRE(out.open());
+    REQUIRE(out.deliver(inc));
+    out.stop(Duration::zero());
+  }
+  auto written = read_file(path);
+  CHECK(written.find("hunter2") == std::string::npos);
+  CHECK(written.find("abc.def.ghi") == std::string::npos);
+  CHECK(written.find("sk-abcdefghijklmnopqrstuvwx") == std::string::npos);
+  CHECK(written.find("[REDACTED]") != std::string::npos);
+  CHECK(inc.summary == "seen with password=hunter2");  // the caller's revision is left as it was
+}
