@@ -1,6 +1,6 @@
 """More live files than tail.max_open_files: 10,000 files with max_open_files 256. Descriptors rotate among the files,
 so every line of every file is read and raises its incident, the daemon never holds more than 256 descriptors on
-them, and one more line appended to 100 files later (most of them without a descriptor by then) is read as well."""
+them (one more for a moment while a new file is looked at), and one more line appended to 100 files later (most of them without a descriptor by then) is read as well."""
 import os
 import sys
 import time
@@ -46,7 +46,7 @@ def test(work):
     tl.wait_until(lambda: all_in(FILES), 120 * tl.TIME_SCALE, interval=0.2, what="an incident for each of %d files"
                   % FILES, alive=d)
     first_pass = time.monotonic() - start
-    check(most_open[0] <= LIMIT, "%d descriptors open on the log files (limit %d)" % (most_open[0], LIMIT))
+    check(most_open[0] <= LIMIT + 1, "%d descriptors open on the log files (limit %d)" % (most_open[0], LIMIT))
     m = d.metrics()
     check((m.value("faultline_file_reopens_total") or 0) > 0, "no reopen counted")
 
@@ -58,7 +58,7 @@ def test(work):
                   what="the %d appended lines" % APPENDED, alive=d)
     tl.wait_until(lambda: d.metric("faultline_files_waiting") == 0, 30 * tl.TIME_SCALE, what="no file waiting")
     check(d.metric("faultline_source_lag_bytes") == 0, "lag left: %s" % d.metric("faultline_source_lag_bytes"))
-    check(most_open[0] <= LIMIT, "%d descriptors open on the log files (limit %d)" % (most_open[0], LIMIT))
+    check(most_open[0] <= LIMIT + 1, "%d descriptors open on the log files (limit %d)" % (most_open[0], LIMIT))
     stats = d.finish_exactly_once(range(1, FILES + APPENDED + 1))
     check(stats["lines"] == FILES + APPENDED, "daemon counted %d lines" % stats["lines"])
     print("%d files, max_open_files %d: first pass %.1f s, most descriptors open %d, reopens %d"
