@@ -116,8 +116,19 @@ Metrics::Metrics(std::string_view version) : registry_(std::make_shared<promethe
                               .Name("faultline_http_requests_total")
                               .Help("HTTP requests served, by handler and status code.")
                               .Register(r);
+  files_waiting_family_ = &BuildGauge()
+                               .Name("faultline_files_waiting")
+                               .Help("Followed files without a descriptor (beyond tail.max_open_files) with bytes that "
+                                     "may be unread.")
+                               .Register(r);
+  file_reopens_total_ = &BuildCounter()
+                             .Name("faultline_file_reopens_total")
+                             .Help("Files given a descriptor again after waiting without one.")
+                             .Register(r);
 
   lines_shed_ = &lines_shed_total_->Add({});
+  files_waiting_ = &files_waiting_family_->Add({});
+  file_reopens_ = &file_reopens_total_->Add({});
   incident_latency_ = &incident_latency_seconds_->Add(
       {}, prometheus::Histogram::BucketBoundaries{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
                                                   10, 30, 60, 300});

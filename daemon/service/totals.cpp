@@ -52,6 +52,8 @@ PipelineTotals gather_totals(const StreamAdapter& adapter, const Tailer& tailer,
   if (lag)
     for (const auto& [source, bytes] : tailer.lag_by_source()) totals_of(out.sources, source).lag_bytes = bytes;
   out.stories_dropped = pipeline.correlator_stats().stories_dropped;
+  out.files_waiting = tailer.stats().files_waiting;
+  out.file_reopens = tailer.stats().file_reopens;
   return out;
 }
 
@@ -79,6 +81,8 @@ std::string stats_json(const Pipeline& pipeline, const Tailer& tailer, const Emi
                       {"rotated_unread_bytes", t.rotated_unread_bytes},
                       {"late_bytes", t.late_bytes},
                       {"watched_files", t.watched_files},
+                      {"files_waiting", t.files_waiting},
+                      {"file_reopens", t.file_reopens},
                       {"kmsg_records", t.kmsg_records},
                       {"kmsg_lost", t.kmsg_lost}};
   return j.dump();

@@ -96,6 +96,7 @@ void FileSource::rescan() {
           it = files_.end();
         }
         if (it != files_.end()) {
+          it->second->open_path = path;
           it->second->scanned =
               NameStat{static_cast<std::uint64_t>(st.st_size), static_cast<std::uint64_t>(st.st_nlink)};
           continue;
@@ -118,6 +119,11 @@ void FileSource::rescan() {
         continue;
       }
       check_finished(f, still_named);
+      ++it;
+      continue;
+    }
+    if (f.parked() && !seen.count(f.key) && f.presence != Presence::deleted) {
+      lose_parked(f);
       ++it;
       continue;
     }
@@ -222,12 +228,7 @@ FollowedFile* FileSource::discover(const Candidate& c) {
     spdlog::debug("not tailing {}: faultline's own log", c.path);
     return nullptr;
   }
-  if (open_fds_ >= ctx_.options.max_open_files) {
-    ++stats.open_deferred;
-    watch_.mark_open_deferred();
-    if (warn_once("fds", "")) spdlog::warn("{} files open: more wait for descriptors", open_fds_);
-    return nullptr;
-  }
+  // Beyond max_open_files the file is looked at through a descriptor held only here, then parked (descriptors.cpp).
   UniqueFd fd(::open(c.path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
     if (errno != ENOENT) {
@@ -246,6 +247,7 @@ FollowedFile* FileSource::discover(const Candidate& c) {
   auto f = std::make_unique<FollowedFile>();
   f->key = key;
   f->path = name_path;
+  f->open_path = c.path;
   f->real = real;
   f->fd = std::move(fd);
   f->seq = next_seq_++;
@@ -304,6 +306,13 @@ FollowedFile* FileSource::discover(const Candidate& c) {
   f->stream = ctx_.streams.find_or_add(f->identity,
                                        src.format != ContainerFormat::auto_detect ? src.format : pid.format_hint, *this);
   ctx_.lag_stale = true;
+  if (open_fds_ > ctx_.options.max_open_files) {
+    ++stats.open_deferred;
+    if (warn_once("fds", ""))
+      spdlog::warn("{} files open (tail.max_open_files): descriptors rotate among the others", open_fds_ - 1);
+    park(*f);
+    descriptor_check_ = true;
+  }
   auto* raw = f.get();
   files_.emplace(key, std::move(f));
   return raw;

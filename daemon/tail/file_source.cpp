@@ -64,6 +64,10 @@ void FileSource::check_open(FollowedFile& f) {
     size = f.scanned->size;
     f.nlink = f.scanned->nlink;
     f.scanned.reset();
+  } else if (f.parked()) {
+    auto by_name = size_of(f);
+    if (!by_name) return;  // its name went elsewhere: the next rescan finds it, or finds it gone
+    size = *by_name;
   } else {
     struct stat st;
     if (!f.fd.valid() || ::fstat(f.fd.get(), &st) != 0) return;
@@ -79,8 +83,9 @@ void FileSource::check_open(FollowedFile& f) {
   if (size != f.offset) {
     f.ready = true;
     ctx_.streams.activate(f.stream);
+    if (f.parked()) descriptor_check_ = true;
   }
-  if (size != f.last_size && f.state == FileState::current && f.fp.bytes > 0 && size >= f.offset) {
+  if (size != f.last_size && f.state == FileState::current && f.fd.valid() && f.fp.bytes > 0 && size >= f.offset) {
     // Content replaced in place (copytruncate refilled past our offset before we looked)?
     auto fp = fingerprint_of(f.fd.get(), f.fp.bytes);
     if (fp && fp->bytes == f.fp.bytes && fp->hash != f.fp.hash) truncate_restart(f, "content replaced");
@@ -107,6 +112,7 @@ void FileSource::begin(LogicalStream& s, FollowedFile& f) {
   f.state = FileState::current;
   f.ready = true;
   f.last_growth = ctx_.clock.steady();
+  if (f.parked()) descriptor_check_ = true;
   spdlog::debug("{}: reading {} from offset {} ({})", s.identity.name, f.path, f.offset, to_string(how));
   ctx_.handler.begin_file(s.handle, how, f.identity, f.offset, f.line_next);
 }
@@ -190,6 +196,7 @@ std::size_t FileSource::read_stream(LogicalStream& s, std::size_t budget) {
     if (n == 0) {
       f.at_eof = true;
       f.ready = false;
+      if (parked_ > 0) descriptor_check_ = true;  // this one may give its descriptor to a waiting file
       break;
     }
     std::string_view bytes(buf.data(), static_cast<std::size_t>(n));
@@ -224,9 +231,9 @@ void FileSource::settle(LogicalStream& s, Steady now) {
     if (s.pending.empty() && f.presence != Presence::deleted) return;
     if (now - f.last_growth < ctx_.options.rotate_wait) return;
     // One last look: nothing more?
-    struct stat st;
-    if (f.fd.valid() && ::fstat(f.fd.get(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) > f.offset) {
+    if (auto size = size_of(f); size && *size > f.offset) {
       f.ready = true;
+      if (f.parked()) descriptor_check_ = true;
       return;
     }
     finish_file(s, f);
@@ -275,11 +282,15 @@ void FileSource::positions(TailPositions& out) {
         p.line = committed.line;
       } else if (c >= f.nl_end) {
         p.line = f.line_next;
-      } else {
+      } else if (f.fd.valid()) {
         p.line = f.line_next - count_newlines(f.fd.get(), c, f.nl_end);
+      } else if (UniqueFd by_name = open_by_name(f); by_name.valid()) {
+        p.line = f.line_next - count_newlines(by_name.get(), c, f.nl_end);
+      } else {  // parked and out of reach: nothing more is read of it
+        p.offset = f.nl_end;
+        p.line = f.line_next;
       }
-      struct stat st;
-      if (::fstat(f.fd.get(), &st) == 0) p.size = static_cast<std::uint64_t>(st.st_size);
+      if (auto size = size_of(f)) p.size = *size;
     }
     out.files.push_back(std::move(p));
   }

@@ -72,6 +72,15 @@ class FileSource final : public Source {
   void finish_file(LogicalStream& s, FollowedFile& f);
   bool named_by(const std::string& path, const FollowedFile& f) const;
 
+  // descriptors.cpp
+  UniqueFd open_by_name(const FollowedFile& f) const;  // its dev/inode under its last name, or invalid
+  std::optional<std::uint64_t> size_of(const FollowedFile& f) const;  // by descriptor, or by name when parked
+  void park(FollowedFile& f);
+  bool reopen(FollowedFile& f);
+  void lose_parked(FollowedFile& f);
+  void rotate_descriptors();
+  std::size_t free_descriptors() const;
+
   TailContext& ctx_;
   std::vector<SourceSpec> specs_;
   std::map<FileKey, std::unique_ptr<FollowedFile>> files_;
@@ -82,6 +91,8 @@ class FileSource final : public Source {
   bool initial_scan_ = true;
   std::uint64_t next_seq_ = 0;
   std::size_t open_fds_ = 0;
+  std::size_t parked_ = 0;          // live files without a descriptor
+  bool descriptor_check_ = false;   // a parked file may want a descriptor, or one may be free: rotate now
   std::unordered_set<std::string> warned_;  // paths already logged as unreadable / excluded
 
   Watcher watch_;

@@ -1,5 +1,7 @@
 // One file followed by its descriptor (so a rename or an unlink does not lose its tail), and its identity key.
-// Owned by the FileSource; one thread.
+// Beyond max_open_files a live file may be held without a descriptor ("parked"): its offset, dev/inode and
+// fingerprint say where reading continues once it is reopened by name (descriptors.cpp). Owned by the FileSource;
+// one thread.
 #pragma once
 
 #include <cstdint>
@@ -40,7 +42,8 @@ struct FollowedFile {
   std::string path;  // as found (its name in the stream)
   std::string real;  // resolved
   Fingerprint fp;
-  UniqueFd fd;                   // closed once finished
+  std::string open_path;         // the name it was last found under (a parked file is reopened by it)
+  UniqueFd fd;                   // closed once finished; also closed while parked
   std::uint64_t offset = 0;      // read up to here
   std::uint64_t line_next = 1;   // number of the line after the last newline read
   std::uint64_t nl_end = 0;      // offset just after the last newline read
@@ -63,6 +66,12 @@ struct FollowedFile {
   bool touched = false;  // an inotify event named it since it was last stat'ed
   std::optional<NameStat> scanned;
   Steady last_growth{};
+  Steady wait_since{};   // parked: since when (the longest waiting gets the next descriptor)
+
+  bool live() const { return state != FileState::finished; }
+  bool parked() const { return live() && !fd.valid(); }
+  // Parked with bytes that may wait to be read: it wants a descriptor.
+  bool wants_descriptor() const { return parked() && (ready || last_size > offset); }
 };
 
 }  // namespace faultline::tail

@@ -64,7 +64,6 @@ Watcher::Watcher(const TailOptions& options, TailStats& stats) : options_(option
 void Watcher::begin_scan() {
   watch_failed_ = false;
   glob_incomplete_ = false;
-  open_deferred_ = false;
   new_watches_ = 0;
 }
 
@@ -103,7 +102,7 @@ void Watcher::forget(std::unordered_map<int, std::string>::iterator it) {
 }
 
 bool Watcher::covers() const {
-  return reader_.valid() && !watch_failed_ && !glob_incomplete_ && !open_deferred_ && unsure_wds_.empty();
+  return reader_.valid() && !watch_failed_ && !glob_incomplete_ && unsure_wds_.empty();
 }
 
 bool Watcher::drain(const std::function<void(const std::string& path)>& on_path) {
@@ -144,14 +143,15 @@ bool Watcher::drain(const std::function<void(const std::string& path)>& on_path)
 // ---- the files kind's wake-ups ----
 
 std::optional<Steady> FileSource::due() const {
-  if (rescan_needed_) return Steady::min();
+  if (rescan_needed_ || descriptor_check_) return Steady::min();
   return next_rescan_;
 }
 
 void FileSource::prepare() {
   if (watch_.drain([this](const std::string& path) { on_event_path(path); })) rescan_needed_ = true;
   Steady now = ctx_.clock.steady();
-  if (rescan_needed_ || now >= next_rescan_) {
+  const bool checked = rescan_needed_ || now >= next_rescan_;
+  if (checked) {
     const bool full = rescan_needed_ || now >= next_full_rescan_ || !watch_.covers();
     rescan_needed_ = false;
     if (full) {
@@ -162,6 +162,7 @@ void FileSource::prepare() {
     }
     next_rescan_ = now + to_steady(ctx_.options.rescan_interval);
   }
+  if (checked || descriptor_check_) rotate_descriptors();
 }
 
 void FileSource::on_event_path(const std::string& path) {
@@ -172,6 +173,7 @@ void FileSource::on_event_path(const std::string& path) {
   FollowedFile& f = *file->second;
   f.ready = true;
   if (f.state != FileState::finished) ctx_.streams.activate(f.stream);
+  if (f.parked()) descriptor_check_ = true;
   if (!f.touched) {
     f.touched = true;
     touched_.push_back(f.key);

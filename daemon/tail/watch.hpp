@@ -22,7 +22,6 @@ class Watcher {
   void watch_dir(const std::string& dir);
   bool watches(const std::string& dir) const { return dir_wd_.count(dir) > 0; }
   void mark_glob_incomplete() { glob_incomplete_ = true; }  // a directory a glob needs is missing or unreadable
-  void mark_open_deferred() { open_deferred_ = true; }      // a file waits for a descriptor
   // While this holds, a file or directory without an inotify event has not changed (as of the last full rescan).
   bool covers() const;
   bool added_watches() const { return new_watches_ > 0; }  // by the current full rescan
@@ -42,7 +41,6 @@ class Watcher {
   bool warned_ = false;
   bool watch_failed_ = false;    // a directory could not be watched
   bool glob_incomplete_ = false;
-  bool open_deferred_ = false;
   std::unordered_set<int> unsure_wds_;  // watches on another filesystem, or on a directory reached through a symlink
   std::size_t new_watches_ = 0;
   std::string event_path_;  // reused by drain

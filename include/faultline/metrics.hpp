@@ -91,6 +91,8 @@ class Metrics {
   prometheus::Gauge& rules_loaded() { return *rules_loaded_; }
   prometheus::Counter& stories_dropped() { return *stories_dropped_; }
   prometheus::Gauge& incident_queue_length() { return *incident_queue_length_; }
+  prometheus::Gauge& files_waiting() { return *files_waiting_; }
+  prometheus::Counter& file_reopens() { return *file_reopens_; }
 
   // The running rule set: faultline_rules_loaded, and the incident series of every severity a rule can raise start
   // at 0 (so increase() sees a rule's first incident).
@@ -135,12 +137,16 @@ class Metrics {
   Fam<prometheus::Counter>* stories_dropped_total_;
   Fam<prometheus::Gauge>* incident_queue_length_family_;
   Fam<prometheus::Counter>* http_requests_total_;
+  Fam<prometheus::Gauge>* files_waiting_family_;
+  Fam<prometheus::Counter>* file_reopens_total_;
 
   prometheus::Counter* lines_shed_;
   prometheus::Histogram* incident_latency_;
   prometheus::Gauge* rules_loaded_;
   prometheus::Counter* stories_dropped_;
   prometheus::Gauge* incident_queue_length_;
+  prometheus::Gauge* files_waiting_;
+  prometheus::Counter* file_reopens_;
   prometheus::Gauge* checkpoint_age_;
   prometheus::Gauge* last_reload_success_ts_;
   prometheus::Counter* reload_success_;
@@ -177,6 +183,8 @@ struct SourceTotals {
 struct PipelineTotals {
   std::vector<SourceTotals> sources;  // one entry per source; a source named twice is summed
   std::uint64_t stories_dropped = 0;
+  std::uint64_t files_waiting = 0;  // files kept without a descriptor with bytes that may be unread
+  std::uint64_t file_reopens = 0;
 };
 
 class TotalsCollector {

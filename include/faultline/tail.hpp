@@ -112,7 +112,9 @@ struct TailOptions {
   Duration rotate_wait = std::chrono::milliseconds(500);  // a rotated file is read this long after its last growth
   std::size_t read_chunk_bytes = 256 * 1024;
   std::size_t max_bytes_per_poll = 4 * 1024 * 1024;     // reading budget of one poll_once() over all files
-  std::size_t max_open_files = 8192;                    // files held open beyond this wait (counted)
+  // Descriptors held at most; beyond it live files wait without one and descriptors rotate among them (idle files
+  // are closed, least recently grown first, and reopened by name where they were left).
+  std::size_t max_open_files = 8192;
   std::size_t fingerprint_bytes = 1024;
   std::size_t max_finished = 16384;                     // finished files remembered (so they are not read again)
   std::vector<std::string> exclude_self = {"faultline", "faultline-*"};  // pod or container names never tailed
@@ -129,7 +131,9 @@ struct TailStats {
   std::uint64_t unreadable = 0;       // permission denied, vanished, not a regular file
   std::uint64_t rotated_unread_bytes = 0;  // bytes that went away before they were read (lower bound)
   std::uint64_t late_bytes = 0;       // bytes written to a file after the stream moved on (not read)
-  std::uint64_t open_deferred = 0;    // files not opened for want of descriptors
+  std::uint64_t open_deferred = 0;    // files found while every descriptor was taken (parked at once)
+  std::uint64_t file_reopens = 0;     // parked files given a descriptor again
+  std::uint64_t files_waiting = 0;    // gauge: parked files with bytes that may be unread (want a descriptor)
   std::uint64_t rescans = 0;
   std::uint64_t inotify_events = 0;
   std::uint64_t inotify_overflows = 0;

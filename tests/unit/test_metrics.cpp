@@ -52,7 +52,8 @@ TEST_CASE("every family is exported with HELP and TYPE", "[metrics]") {
         "faultline_rules_loaded", "faultline_reloads_total", "faultline_last_reload_success_timestamp_seconds",
         "faultline_webhook_deliveries_total", "faultline_webhook_retries_total", "faultline_spool_bytes",
         "faultline_spool_oldest_pending_seconds", "faultline_spool_dropped_total", "faultline_lines_shed_total",
-        "faultline_incident_latency_seconds", "faultline_build_info"}) {
+        "faultline_incident_latency_seconds", "faultline_build_info", "faultline_files_waiting",
+        "faultline_file_reopens_total"}) {
     INFO(want);
     CHECK(names.count(want) == 1);
   }
@@ -156,6 +157,8 @@ TEST_CASE("the totals collector brings the source families up to the published t
   t.sources.push_back(SourceTotals{"vllm", 5, 500});  // a source named twice is summed
   t.sources.push_back(SourceTotals{"kmsg"});
   t.stories_dropped = 6;
+  t.files_waiting = 8;
+  t.file_reopens = 9;
   collector.publish(t);
   auto text = m.serialize();
   CHECK(text.find("faultline_lines_read_total{source=\"vllm\"} 15") != std::string::npos);
@@ -168,6 +171,8 @@ TEST_CASE("the totals collector brings the source families up to the published t
   CHECK(text.find("faultline_source_lag_bytes{source=\"vllm\"} 77") != std::string::npos);
   CHECK(text.find("faultline_lines_read_total{source=\"kmsg\"} 0") != std::string::npos);
   CHECK(text.find("faultline_stories_dropped_total 6") != std::string::npos);
+  CHECK(text.find("faultline_files_waiting 8") != std::string::npos);
+  CHECK(text.find("faultline_file_reopens_total 9") != std::string::npos);
 
   // Counters never fall; a lag left unset keeps the gauge's value.
   PipelineTotals later;
