@@ -264,6 +264,7 @@ std::optional<Time> parse_rfc3339(std::string_view s) {
       minute > 59 || second > 60) {
     return std::nullopt;
   }
+  if (year < 1678 || year > 2261) return std::nullopt;  // beyond what a Time (int64 nanoseconds) holds
   std::size_t pos = 19;
   std::int64_t nanos = 0;
   if (pos < s.size() && (s[pos] == '.' || s[pos] == ',')) {

@@ -80,8 +80,9 @@ unsigned max_day(int y, int m) {
   return (m == 2 && y < 0) ? 29u : days_in_month(y, static_cast<unsigned>(m));
 }
 
+// A Time (int64 nanoseconds) holds 1677-09-21 .. 2262-04-11: a printed year outside 1678..2261 is no timestamp.
 bool valid_clock(const Stamp& t) {
-  return t.month >= 1 && t.month <= 12 && t.day >= 1 && static_cast<unsigned>(t.day) <= max_day(t.year, t.month) &&
+  return (t.year < 0 || (t.year >= 1678 && t.year <= 2261)) && t.month >= 1 && t.month <= 12 && t.day >= 1 && static_cast<unsigned>(t.day) <= max_day(t.year, t.month) &&
          t.hour <= 23 && t.minute <= 59 && t.second <= 60;
 }
 

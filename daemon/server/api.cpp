@@ -25,7 +25,8 @@ HttpResponse json_response(unsigned status, std::string body) {
 HttpResponse error_response(unsigned status, std::string_view message) {
   nlohmann::json j;
   j["error"] = std::string(message);
-  return json_response(status, j.dump());
+  // The message may echo the request's bytes: invalid UTF-8 is replaced, never thrown (a throw ended the daemon).
+  return json_response(status, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 std::vector<std::string> split_list(std::string_view s) {
@@ -330,7 +331,7 @@ HttpResponse handle_request(const HttpRequest& request, const ApiContext& ctx, s
     nlohmann::ordered_json out;
     out["count"] = rules.size();
     out["rules"] = std::move(rules);
-    return json_response(200, out.dump());
+    return json_response(200, out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
   set_handler("not_found");
   return error_response(404, "not found");

@@ -37,7 +37,18 @@ std::string file_name(std::uint64_t seq) {
 }
 
 // Parses a spool file; fills `entry` (except path/bytes/seq) and `body`.
+bool parse_record_json(const std::string& text, SpoolEntry& entry, std::string* body);
+
+// A field of the wrong type (a string revision, ...) makes the file corrupt, not the daemon end (it threw).
 bool parse_record(const std::string& text, SpoolEntry& entry, std::string* body) {
+  try {
+    return parse_record_json(text, entry, body);
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
+bool parse_record_json(const std::string& text, SpoolEntry& entry, std::string* body) {
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return false;
   if (j.value("format", "") != "faultline-spool" || j.value("version", 0) != kSpoolVersion) return false;

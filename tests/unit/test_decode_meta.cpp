@@ -125,6 +125,20 @@ TEST_CASE("parse_line_meta keeps nanoseconds", "[decode]") {
   CHECK(*m.time == T("2026-11-29T10:08:01.123456Z"));
 }
 
+// Found by fuzz_timestamps and fuzz_decode: a year past 2262 overflowed the nanosecond count (UBSan: signed overflow).
+TEST_CASE("a printed year a Time cannot hold is no timestamp", "[decode]") {
+  TimeContext ctx;
+  ctx.reference = T("2026-12-01T00:00:00Z");
+  for (const char* line : {"2525-07-02 07:41:58 D bbb", "[2525-07-02 07:41:58] x", "9999-12-31T23:59:59Z x",
+                           "1500-01-01T00:00:00Z x"}) {
+    INFO(line);
+    CHECK_FALSE(parse_line_meta(line, ctx).time);
+  }
+  auto m = parse_line_meta("2261-12-31T23:59:59Z x", ctx);
+  REQUIRE(m.time);
+  CHECK(*m.time == T("2261-12-31T23:59:59Z"));
+}
+
 TEST_CASE("times without a year take the year nearest the reference, at most a day ahead", "[decode]") {
   TimeContext ctx;
   ctx.reference = T("2027-01-01T00:00:00Z");

@@ -123,6 +123,14 @@ TEST_CASE("rules, health, readiness, metrics, page", "[server]") {
   CHECK(post.status == 405);
 }
 
+// Found by fuzz_http: an error message echoing invalid UTF-8 of the query threw from the JSON writer (terminate).
+TEST_CASE("a query of invalid UTF-8 gets a 400, not a throw", "[server]") {
+  Api api;
+  auto r = api.get("/api/v1/incidents?status=fir\x92ng");
+  CHECK(r.status == 400);
+  CHECK(r.body.find("error") != std::string::npos);
+}
+
 TEST_CASE("bearer token guards the API and the page only", "[server]") {
   Api api;
   api.ctx.api_token = "s3cret-token";

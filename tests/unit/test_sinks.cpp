@@ -265,6 +265,20 @@ TEST_CASE("spool: durable, ordered, deduplicated, resumed", "[sinks]") {
   }
 }
 
+// Found by fuzz_spool: a field of the wrong type threw out of Spool::open (the daemon ended at start).
+TEST_CASE("spool: a file with a field of the wrong type is dropped as corrupt", "[sinks]") {
+  TempDir tmp;
+  std::string dir = tmp.path + "/spool/s";
+  fs::create_directories(dir);
+  std::ofstream(dir + "/00000000000000000001.json")
+      << R"({"format":"faultline-spool","version":1,"delivery_id":"d-1","revision":"three","body":"{}"})";
+  Spool sp(dir, 1 << 20, std::chrono::hours(1));
+  SpoolDrops drops;
+  REQUIRE(sp.open(&drops));
+  CHECK(sp.size() == 0);
+  CHECK(drops.corrupt.size() == 1);
+}
+
 TEST_CASE("spool bounds: bytes and age", "[sinks]") {
   TempDir tmp;
   Spool sp(tmp.path + "/s", 4096, std::chrono::seconds(60));
