@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "fuzz_catalog.hpp"
 #include "faultline/match.hpp"
 #include "faultline/pipeline.hpp"
 #include "faultline/rules.hpp"
@@ -13,20 +14,7 @@
 
 using namespace faultline;
 
-namespace {
-
-std::shared_ptr<const CompiledRules> catalog() {
-  static const std::shared_ptr<const CompiledRules> compiled = [] {
-    auto loaded = load_rules({FAULTLINE_RULES_DIR});
-    if (!loaded.ok()) std::abort();
-    auto result = compile_rules(std::move(loaded.rules));
-    if (!result.rules) std::abort();
-    return result.rules;
-  }();
-  return compiled;
-}
-
-}  // namespace
+using fuzz::catalog;
 
 // The catalog is compiled before the first input (its Hyperscan compile under ASan takes longer than -timeout).
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
