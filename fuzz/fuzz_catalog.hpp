@@ -7,7 +7,7 @@
 #include "faultline/match.hpp"
 #include "faultline/rules.hpp"
 
-namespace fuzz {
+namespace faultline::fuzz {
 
 inline std::shared_ptr<const faultline::CompiledRules> catalog() {
   static const std::shared_ptr<const faultline::CompiledRules> compiled = [] {
@@ -20,4 +20,4 @@ inline std::shared_ptr<const faultline::CompiledRules> catalog() {
   return compiled;
 }
 
-}  // namespace fuzz
+}  // namespace faultline::fuzz

@@ -13,7 +13,7 @@
 
 using namespace faultline;
 
-using fuzz::catalog;
+using faultline::fuzz::catalog;
 
 // The catalog is compiled before the first input (its Hyperscan compile under ASan takes longer than -timeout).
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
