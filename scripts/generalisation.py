@@ -190,8 +190,8 @@ def table(rows, folds):
         for rule in r["alarms"]:
             alarms[rule].append(r["file"])
     out = []
-    head = ["kind", "files", "public reports", "recall (all)", "recall (complete excerpts)"]
-    head += [f"fold {i}" for i in range(folds)] + ["false alarms"]
+    head = ["kind", "files", "public reports", "recall, all files", "recall, complete excerpts"]
+    head += [f"fold {i} (complete)" for i in range(folds)] + ["false alarms"]
     out.append("| " + " | ".join(head) + " |")
     out.append("|" + "---|" * len(head))
     for k in kinds:
