@@ -50,6 +50,7 @@ def writer(paths, stop, counts):
             n += 1
             f.write(b"2026-11-30T10:00:00.000Z ERROR BOOM %d\n2026-11-30T10:00:00.000Z INFO filler\n" % n)
             counts["boom"] += 1
+            counts["lines"] += 2
         time.sleep(0.25)  # 16 revisions a second: what the tmpfs holds besides the filler lasts the test
     for f in files:
         f.close()
@@ -77,7 +78,7 @@ def test(work):
                   state=tiny).start()
     check(readyz(d)[0] == 200, "not ready at the start: %s" % (readyz(d),))
 
-    counts = {"boom": 0}
+    counts = {"boom": 0, "lines": 0}
     stop = threading.Event()
     work.on_cleanup(stop.set)
     t = threading.Thread(target=writer, args=(paths, stop, counts), daemon=True)
@@ -96,6 +97,9 @@ def test(work):
     # Revisions keep coming (they wait in memory), and none is dropped.
     on_output = len(d.incidents())
     wait_until(lambda: len(d.incidents()) > on_output, 30, what="revisions emitted while the disk is full", alive=d)
+    # Past queue_capacity revisions waiting for the spool, reading pauses: the lines written pile up unread.
+    wait_until(lambda: counts["lines"] - (d.metric("faultline_lines_read_total") or 0) >= 40, 30,
+               what="reading to pause while the spool cannot be written", alive=d)
     check(d.metric("faultline_spool_dropped_total") == 0, "deliveries dropped while the disk is full")
     print("while full: /readyz %d, %s spool write failure(s), %s checkpoint failure(s)"
           % (status, d.metric("faultline_state_write_failures_total", what="spool"),
@@ -108,6 +112,7 @@ def test(work):
     t.join()
     wait_until(lambda: len(d.incidents()) >= counts["boom"], 60, what="all %d revisions on the output" % counts["boom"],
                alive=d)
+    wait_until(lambda: d.metric("faultline_lines_read_total") == counts["lines"], 30, what="every line read", alive=d)
 
     def missing():
         got = {r["headers"].get("webhook-id") for r in rx.received()}

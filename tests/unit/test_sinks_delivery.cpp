@@ -114,6 +114,14 @@ std::string slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// Deliveries in a spool directory (a file holds one batch of them).
+std::size_t spooled(const std::string& dir) {
+  std::size_t n = 0;
+  for (const auto& f : fs::directory_iterator(dir))
+    n += nlohmann::json::parse(slurp(f.path().string()))["deliveries"].size();
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("json webhook: signed, deduplicated, retried until 2xx", "[sinks][delivery]") {
@@ -198,7 +206,7 @@ TEST_CASE("a dead sink does not delay another; pending deliveries survive a rest
     rig.stop(std::chrono::milliseconds(100));
   }
   // The dead sink's deliveries are still spooled; a new process with a live receiver delivers them, in order.
-  CHECK(std::distance(fs::directory_iterator(tmp.path + "/spool/dead"), fs::directory_iterator{}) == 5);
+  CHECK(spooled(tmp.path + "/spool/dead") == 5);
   nettest::Receiver revived;
   Rig rig(tmp.path);
   rig.start({sink("dead", revived.url())});
@@ -293,12 +301,7 @@ TEST_CASE("deliver: a batch is durable in the spool when it returns; a failed sp
   o.queue_capacity = 3;
   Rig rig(tmp.path, o);
   rig.start({sink("hook", "http://127.0.0.1:" + std::to_string(dead_port) + "/")});
-  auto pending = [&] {
-    std::size_t n = 0;
-    for (const auto& f : fs::directory_iterator(rig.spool("hook")))
-      n += nlohmann::json::parse(slurp(f.path().string()))["deliveries"].size();
-    return n;
-  };
+  auto pending = [&] { return spooled(rig.spool("hook")); };
   auto files = [&] { return std::distance(fs::directory_iterator(rig.spool("hook")), fs::directory_iterator{}); };
   auto first = rig.dispatcher.deliver({make_incident("b1"), make_incident("b2"), make_incident("b3")});
   CHECK(first.durable);
