@@ -1,5 +1,6 @@
 // The per-sink spool: one file per batch of pending deliveries, durable before the first attempt (write_file_atomic:
-// temporary name, fsync, rename, fsync the directory — once per batch), removed once every delivery in it is done.
+// temporary name, fsync, rename, fsync the directory — once per batch), removed once every delivery in it is done;
+// until then "<seq>.done" beside it names the deliveries of the batch already done.
 // Bounded in bytes and age; what is shed is reported to the caller, who counts it.
 #include <dirent.h>
 #include <fcntl.h>
@@ -35,6 +36,9 @@ std::string file_name(std::uint64_t seq) {
   std::snprintf(buf, sizeof buf, "%020llu.json", static_cast<unsigned long long>(seq));
   return buf;
 }
+
+// Beside a batch file "<seq>.json": "<seq>.done", the ids of its deliveries already done, one a line.
+std::string done_path(const std::string& batch) { return batch.substr(0, batch.size() - 5) + ".done"; }
 
 // One delivery of a spool file; false when a field is missing or of the wrong type.
 bool parse_delivery(const nlohmann::json& j, SpoolEntry& entry, std::string* body) {
@@ -110,6 +114,25 @@ Result<void> Spool::open(SpoolDrops* drops) {
   }
   ::closedir(d);
   std::sort(names.begin(), names.end());
+  // The deliveries of a batch done before the last stop (delivered or dropped), per batch file.
+  std::unordered_map<std::string, std::set<std::string>> done;
+  for (const auto& name : names) {
+    if (name.size() != 25 || name.compare(20, 5, ".done") != 0) continue;
+    std::string batch = dir_ + "/" + name.substr(0, 20) + ".json";
+    if (!std::binary_search(names.begin(), names.end(), name.substr(0, 20) + ".json")) {
+      ::unlink((dir_ + "/" + name).c_str());  // its batch is gone
+      continue;
+    }
+    if (auto text = read_file(dir_ + "/" + name); text.ok()) {
+      std::size_t start = 0;
+      while (start < text->size()) {
+        auto end = text->find('\n', start);
+        if (end == std::string::npos) break;  // a torn last line: that delivery is sent again
+        done[batch].insert(text->substr(start, end - start));
+        start = end + 1;
+      }
+    }
+  }
   for (const auto& name : names) {
     std::string path = dir_ + "/" + name;
     if (name.find(".tmp") != std::string::npos) {
@@ -120,8 +143,10 @@ Result<void> Spool::open(SpoolDrops* drops) {
     std::uint64_t file_seq = std::strtoull(name.substr(0, 20).c_str(), nullptr, 10);
     auto text = read_file(path);
     auto parsed = text.ok() ? parse_file(*text) : std::vector<ParsedDelivery>{};
+    const auto& done_here = done[path];
     std::size_t kept = 0;
     for (auto& p : parsed) {
+      if (done_here.count(p.entry.delivery_id)) continue;
       if (ids_.count(p.entry.delivery_id)) continue;  // written again after a crash: the first copy stands
       SpoolEntry entry = std::move(p.entry);
       entry.seq = next_seq_++;
@@ -134,6 +159,7 @@ Result<void> Spool::open(SpoolDrops* drops) {
     }
     if (kept == 0) {
       ::unlink(path.c_str());
+      ::unlink(done_path(path).c_str());
       if (parsed.empty() && drops) drops->corrupt.push_back(name);
       continue;
     }
@@ -198,13 +224,21 @@ void Spool::erase_at(std::size_t index) {
   auto live = live_.find(e.path);
   if (live == live_.end() || --live->second == 0) {
     ::unlink(e.path.c_str());
+    ::unlink(done_path(e.path).c_str());
     if (live != live_.end()) live_.erase(live);
     if (cached_path_ == e.path) {
       cached_path_.clear();
       cached_bodies_.clear();
     }
-  } else if (cached_path_ == e.path) {
-    cached_bodies_.erase(e.delivery_id);
+  } else {
+    // The batch lives on: note this one done beside it, so that a restart does not send it again. Not fsync'd (a
+    // power loss may send it again: at least once); a failed write has the same effect.
+    int fd = ::open(done_path(e.path).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (fd >= 0) {
+      (void)write_all(fd, e.delivery_id + "\n", e.path);
+      ::close(fd);
+    }
+    if (cached_path_ == e.path) cached_bodies_.erase(e.delivery_id);
   }
   bytes_ -= std::min(bytes_, e.bytes);
   ids_.erase(e.delivery_id);

@@ -104,7 +104,9 @@ std::string alertmanager_alert(const Incident& incident, const AlertmanagerConte
 // written to a temporary name, fsync'd, renamed — one fsync per batch, not per revision. File format (versioned JSON):
 // {"format":"faultline-spool","version":2,"deliveries":[{"delivery_id":..., "incident_id":..., "revision":...,
 // "created_ms":..., "body":"<incident JSON>"}, ...]}; version 1 files (one delivery, its fields at the top level) are
-// still read. A file is removed once every delivery in it is done. Unreadable files are dropped and counted.
+// still read. A file is removed once every delivery in it is done; until then "<seq>.done" beside it lists the ids
+// of those already done (delivered or dropped), so a restart resumes only the rest. Unreadable files are dropped and
+// counted.
 
 struct SpoolEntry {
   std::uint64_t seq = 0;    // order of the delivery in the spool

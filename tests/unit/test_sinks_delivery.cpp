@@ -118,7 +118,7 @@ std::string slurp(const std::string& path) {
 std::size_t spooled(const std::string& dir) {
   std::size_t n = 0;
   for (const auto& f : fs::directory_iterator(dir))
-    n += nlohmann::json::parse(slurp(f.path().string()))["deliveries"].size();
+    if (f.path().extension() == ".json") n += nlohmann::json::parse(slurp(f.path().string()))["deliveries"].size();
   return n;
 }
 
