@@ -52,7 +52,13 @@ std::string html_escape(std::string_view s) {
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
       case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '\t':
+      case '\n':
+      case '\r': out += c; break;
+      default:
+        // Control characters (NUL, ESC, DEL ...) from a log line: shown as U+FFFD, never sent raw.
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += "\xEF\xBF\xBD";
+        else out += c;
     }
   }
   return out;

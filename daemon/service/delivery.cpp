@@ -67,6 +67,9 @@ Result<void> Delivery::start(const Config& config, const std::string& state_dir,
 
   parts_ = std::make_unique<Parts>(std::move(metrics), config, state_dir, dispatch_options);
   Parts& p = *parts_;
+  // Not ready before the listener answers: until the first look at the sources is done, a line written now could be
+  // before a file's starting offset (tail.start_at: end) and never read.
+  p.status.set_ready("sources", false, "the first scan of the sources is not done yet");
   auto fail = [&](const Error& why) -> Result<void> {
     p.dispatcher.stop(Duration{0});
     parts_.reset();

@@ -328,10 +328,10 @@ StepResult Service::step(const Wakeups& woke) {
   bool more = paused ? true : d.tailer->poll_once();
   d.pipeline->drain();
   if (!d.ready_reported) {
-    d.delivery.set_ready("sources", true);
-    d.ready_reported = true;
     spdlog::info("following {} file(s) in {} director(ies)", d.tailer->stats().watched_files,
                  d.tailer->stats().watched_dirs);
+    d.delivery.set_ready("sources", true);
+    d.ready_reported = true;
   }
 
   Steady now = d.clock.steady();

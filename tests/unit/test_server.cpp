@@ -123,6 +123,19 @@ TEST_CASE("rules, health, readiness, metrics, page", "[server]") {
   CHECK(post.status == 405);
 }
 
+TEST_CASE("the page sends no control character of a log line raw", "[server]") {
+  Api api;
+  auto inc = incident("dddd", "cuda-oom", Severity::critical);
+  inc.evidence[0].text = std::string("before\0nul \x1b[31mred\x7f after", 26);
+  api.store.accept(inc);
+  auto page = api.get("/");
+  REQUIRE(page.status == 200);
+  CHECK(page.body.find('\0') == std::string::npos);
+  CHECK(page.body.find('\x1b') == std::string::npos);
+  CHECK(page.body.find('\x7f') == std::string::npos);
+  CHECK(page.body.find("before\xEF\xBF\xBDnul \xEF\xBF\xBD[31mred\xEF\xBF\xBD after") != std::string::npos);
+}
+
 // Found by fuzz_http: an error message echoing invalid UTF-8 of the query threw from the JSON writer (terminate).
 TEST_CASE("a query of invalid UTF-8 gets a 400, not a throw", "[server]") {
   Api api;
