@@ -4,6 +4,7 @@
 
 #include <prometheus/text_serializer.h>
 
+#include <cassert>
 #include <set>
 #include <sstream>
 
@@ -125,8 +126,22 @@ Metrics::Metrics(std::string_view version) : registry_(std::make_shared<promethe
                              .Name("faultline_file_reopens_total")
                              .Help("Files given a descriptor again after waiting without one.")
                              .Register(r);
+  state_write_failures_total_ = &BuildCounter()
+                                    .Name("faultline_state_write_failures_total")
+                                    .Help("Writes to the state dir that failed (a full or read-only disk), by what "
+                                          "was written: checkpoint, journal or spool.")
+                                    .Register(r);
+  state_writable_family_ = &BuildGauge()
+                                .Name("faultline_state_writable")
+                                .Help("1 while the last checkpoint, journal and spool writes succeeded, else 0.")
+                                .Register(r);
 
   lines_shed_ = &lines_shed_total_->Add({});
+  state_write_failures_[0] = &state_write_failures_total_->Add({{"what", "checkpoint"}});
+  state_write_failures_[1] = &state_write_failures_total_->Add({{"what", "journal"}});
+  state_write_failures_[2] = &state_write_failures_total_->Add({{"what", "spool"}});
+  state_writable_ = &state_writable_family_->Add({});
+  state_writable_->Set(1);
   files_waiting_ = &files_waiting_family_->Add({});
   file_reopens_ = &file_reopens_total_->Add({});
   incident_latency_ = &incident_latency_seconds_->Add(
@@ -205,7 +220,7 @@ SinkMetrics& Metrics::sink(std::string_view name) {
       d("success"), d("http_error"), d("network_error"), d("timeout"), d("tls_error"),
       webhook_retries_total_->Add({{"sink", s}}), spool_bytes_->Add({{"sink", s}}),
       spool_oldest_pending_seconds_->Add({{"sink", s}}), drop("spool_full"), drop("max_age"), drop("rejected"),
-      drop("corrupt"), drop("write_error")});
+      drop("corrupt")});
   sinks_.emplace_back(s, std::move(m));
   return *sinks_.back().second;
 }
@@ -250,6 +265,13 @@ void Metrics::record_reload(bool ok, std::size_t rules_loaded) {
   reload_success_->Increment();
   rules_loaded_->Set(static_cast<double>(rules_loaded));
   last_reload_success_ts_->SetToCurrentTime();
+}
+
+prometheus::Counter& Metrics::state_write_failures(std::string_view what) {
+  if (what == "checkpoint") return *state_write_failures_[0];
+  if (what == "journal") return *state_write_failures_[1];
+  assert(what == "spool");
+  return *state_write_failures_[2];
 }
 
 void Metrics::record_checkpoint(std::chrono::system_clock::time_point when) {

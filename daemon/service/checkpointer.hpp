@@ -1,7 +1,9 @@
-// Checkpoints: after Pipeline::drain(), every stream's committed position and the correlator's state, written
-// durably at the same instant; then the journal of emitted revisions is emptied (they cannot come again) and the
-// output made durable. A periodic checkpoint that would say the same as the last one (nothing read, nothing emitted)
-// is skipped. Internal to the service room; belongs to the pipeline thread.
+// Checkpoints: after Pipeline::drain() and a commit of what it emitted (durable in the spools, journalled), every
+// stream's committed position and the correlator's state, written durably at the same instant; then the journal of
+// emitted revisions is emptied (they cannot come again) and the output made durable. No checkpoint while a revision
+// waits in memory for its spool write: after a crash it must be emitted again. A periodic checkpoint that would say
+// the same as the last one (nothing read, nothing emitted) is skipped. Internal to the service room; belongs to the
+// pipeline thread.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +41,7 @@ class Checkpointer {
   std::uint64_t bytes_at_last_ = ~0ull;
   std::uint64_t incidents_at_last_ = ~0ull;
   std::uint64_t written_ = 0;
+  bool failing_ = false;  // the last attempt failed: logged once until one succeeds
 };
 
 }  // namespace faultline::service_detail

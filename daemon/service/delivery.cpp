@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "faultline/config.hpp"
 #include "faultline/io_thread.hpp"
 #include "faultline/server.hpp"
@@ -100,6 +102,7 @@ Result<void> Delivery::start(const Config& config, const std::string& state_dir,
   if (auto started = p.dispatcher.start(); !started) return fail(started.error());
   p.io.start();
   p.running = true;
+  if (!state_dir.empty()) p.status.set_ready("state_writes", true);
   return {};
 }
 
@@ -112,12 +115,51 @@ Result<void> Delivery::open_output(const std::string& output) {
   return {};
 }
 
-void Delivery::write_output(const Incident& incident) {
-  if (output_) (void)output_->deliver(incident);  // a failure is logged once by the sink
+void Delivery::emit(const Incident& incident) { batch_.push_back(incident); }
+
+void Delivery::commit(Journal& journal) {
+  if (batch_.empty() && backlog_ == 0) return;
+  bool durable = true;
+  if (parts_) {
+    auto committed = parts_->dispatcher.deliver(batch_);
+    durable = committed.durable;
+    backlog_ = committed.backlog;
+    state_write(StateWrite::spool, durable ? std::string() : committed.error);
+  }
+  std::string journal_error;
+  for (const auto& incident : batch_) {
+    if (output_) (void)output_->deliver(incident);  // a failure is logged once by the sink
+    // Not durable: not journalled either, so a crash before the spool is written again emits it again.
+    if (!durable) continue;
+    if (auto recorded = journal.record(incident.id, incident.revision); !recorded && journal_error.empty())
+      journal_error = recorded.error().message;
+  }
+  if (durable && journal.enabled()) state_write(StateWrite::journal, journal_error);
+  batch_.clear();
 }
 
-void Delivery::submit(const Incident& incident) {
-  if (parts_) parts_->dispatcher.submit(incident);
+void Delivery::state_write(StateWrite what, const std::string& error) {
+  static constexpr const char* kNames[] = {"checkpoint", "journal", "spool"};
+  auto i = static_cast<std::size_t>(what);
+  if (!error.empty() && parts_ && what != StateWrite::spool)  // the sinks count their own failed spool writes
+    parts_->metrics->state_write_failures(kNames[i]).Increment();
+  if (write_errors_[i] == error) return;
+  bool was_ok = std::all_of(write_errors_.begin(), write_errors_.end(), [](const auto& e) { return e.empty(); });
+  write_errors_[i] = error;
+  std::string detail;
+  for (std::size_t k = 0; k < write_errors_.size(); ++k) {
+    if (write_errors_[k].empty()) continue;
+    if (!detail.empty()) detail += "; ";
+    detail += std::string(kNames[k]) + ": " + write_errors_[k];
+  }
+  bool ok = detail.empty();
+  if (ok != was_ok) {
+    if (ok) spdlog::info("writes to the state dir succeed again");
+    else spdlog::error("writes to the state dir fail: {}", detail);
+  }
+  if (!parts_) return;
+  parts_->metrics->state_writable().Set(ok ? 1 : 0);
+  parts_->status.set_ready("state_writes", ok, detail);
 }
 
 void Delivery::checkpointed() {

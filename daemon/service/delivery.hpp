@@ -1,18 +1,21 @@
-// Delivery: where an incident revision goes once the service has decided to emit it — the JSON-lines output
-// (standard output or a file, written on the pipeline thread before the journal records the revision) and the
-// dispatcher (incident store and API, webhooks, Alertmanager) with the HTTP server, all on one io thread. The one
+// Delivery: where an incident revision goes once the service has decided to emit it — the dispatcher (incident store
+// and API, webhooks, Alertmanager: durable in every spool first) with the HTTP server, all on one io thread, then the
+// JSON-lines output (standard output or a file, written on the pipeline thread), then the journal. The one
 // place in the service that wires the sinks and server rooms. Internal to the service room. Called from the
 // pipeline thread; the server and the sinks run on the io thread.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "faultline/clock.hpp"
 #include "faultline/incident.hpp"
 #include "faultline/metrics.hpp"
 #include "faultline/result.hpp"
 #include "faultline/types.hpp"
+#include "journal.hpp"
 
 namespace faultline {
 struct Config;
@@ -39,11 +42,23 @@ class Delivery {
   // redacted with the dispatcher's Redactor.
   Result<void> open_output(const std::string& output);
 
-  // One revision as a JSON line on the output, then (after the caller's journal has it) to the dispatcher.
-  void write_output(const Incident& incident);
-  void submit(const Incident& incident);
+  // One revision to emit, held until commit().
+  void emit(const Incident& incident);
+  // The revisions emitted since the last commit: first durable in every sink's spool (one write and one fsync per
+  // sink for all of them), then each written to the output and recorded in `journal` — only once durable, so that
+  // a crash before that emits them again at the next start. A spool that cannot be written keeps them in memory and
+  // the next commit writes them again (reading pauses while too many wait: backpressure()).
+  void commit(Journal& journal);
+  // Every revision emitted is durable in the spools: a checkpoint may say that they cannot come again.
+  bool durable() const { return batch_.empty() && backlog_ == 0; }
+  std::size_t backlog() const { return backlog_; }
   // After a durable checkpoint: what the output file holds is made durable too.
   void checkpointed();
+
+  // The outcome of a write to the state dir: counted (faultline_state_write_failures_total), and while any kind's
+  // last write failed, faultline_state_writable is 0 and /readyz answers 503 naming it ("state_writes").
+  enum class StateWrite : std::uint8_t { checkpoint, journal, spool };
+  void state_write(StateWrite what, const std::string& error);  // error empty: it succeeded
 
   bool backpressure() const;
   bool wait_for_space(Duration max);
@@ -59,6 +74,9 @@ class Delivery {
   std::unique_ptr<Parts> parts_;
   std::shared_ptr<const Redactor> redactor_;
   std::unique_ptr<JsonLinesSink> output_;
+  std::vector<Incident> batch_;
+  std::size_t backlog_ = 0;
+  std::array<std::string, 3> write_errors_;  // per StateWrite: the last failure, empty when the last write succeeded
 };
 
 }  // namespace faultline::service_detail

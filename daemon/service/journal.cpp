@@ -39,13 +39,13 @@ bool Journal::contains(const std::string& id, std::uint32_t revision) const {
   return !seen_.empty() && seen_.count(key(id, revision)) != 0;
 }
 
-void Journal::record(const std::string& id, std::uint32_t revision) {
-  if (fd_ < 0) return;
-  if (auto written = write_all(fd_, id + " " + std::to_string(revision) + "\n", path_); !written && !write_failed_) {
-    write_failed_ = true;
-    spdlog::error("{}", written.error().message);
-  }
+Result<void> Journal::record(const std::string& id, std::uint32_t revision) {
+  if (fd_ < 0) return {};
   seen_.insert(key(id, revision));
+  auto written = write_all(fd_, id + " " + std::to_string(revision) + "\n", path_);
+  if (!written && !write_failed_) spdlog::error("{}", written.error().message);
+  write_failed_ = !written;
+  return written;
 }
 
 void Journal::truncate() {

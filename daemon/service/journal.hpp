@@ -25,8 +25,9 @@ class Journal {
   bool enabled() const { return fd_ >= 0; }
   std::size_t size() const { return seen_.size(); }
   bool contains(const std::string& id, std::uint32_t revision) const;
-  // Records one emitted revision (appended at once: a crash right after it still knows).
-  void record(const std::string& id, std::uint32_t revision);
+  // Records one emitted revision (appended at once: a crash right after it still knows). An Error: it could not be
+  // written (it is remembered in memory all the same; after a crash it would be emitted again).
+  Result<void> record(const std::string& id, std::uint32_t revision);
   // After a durable checkpoint: revisions before it cannot come again.
   void truncate();
 

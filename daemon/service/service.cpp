@@ -214,17 +214,18 @@ struct Service::Impl {
 
   // ---- at work ----
 
-  // Each revision once: the output, the journal (until the next checkpoint), then the outputs.
+  // Each revision once. Held until commit(): durable in every spool, then the output, then the journal (until the
+  // next checkpoint) — one spool write per sink for all the revisions of a step.
   void emit(const Incident& inc) {
     if (journal.contains(inc.id, inc.revision)) {
       ++emits.suppressed;
       return;
     }
-    delivery.write_output(inc);
-    journal.record(inc.id, inc.revision);
     ++emits.emitted;
-    delivery.submit(inc);
+    delivery.emit(inc);
   }
+
+  void commit() { delivery.commit(journal); }
 
   void publish_totals() {
     collector->publish(gather_totals(*adapter, *tailer, *pipeline, config, attribution, true));
@@ -344,6 +345,7 @@ StepResult Service::step(const Wakeups& woke) {
     d.pipeline->tick(d.clock.now());
     d.publish_totals();
   }
+  d.commit();  // what this step emitted, durable before it counts as emitted (and a failed spool write retried)
   if (now + d.checkpoint_slack >= d.next_checkpoint) {
     d.checkpointer->write(Checkpointer::Why::periodic);
     d.next_checkpoint = d.clock.steady() + d.config.checkpoint_interval;
@@ -351,6 +353,7 @@ StepResult Service::step(const Wakeups& woke) {
   if (d.stdin_only && d.tailer->stdin_finished()) {
     spdlog::info("standard input ended");
     d.pipeline->finish(d.clock.now());
+    d.commit();
     d.finished = true;
     return {false, true};
   }
@@ -373,6 +376,7 @@ void Service::stop(Duration grace) {
   d.tailer->stop();
   d.pipeline->drain();
   d.pipeline->tick(d.clock.now());
+  d.commit();
   d.checkpointer->write(Checkpointer::Why::shutdown);
   d.publish_totals();
   spdlog::info("stopped: {}", stats_json());

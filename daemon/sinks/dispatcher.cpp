@@ -1,5 +1,5 @@
-// The dispatcher: the pipeline thread only touches the bounded queue (submit); redaction, the store and the fan-out
-// run on the io thread, so they need no locks. Each sink is isolated: what one throws is caught, what one fails is
+// The dispatcher: the pipeline thread only touches the bounded queue (submit) or hands a batch and waits for it
+// (deliver); redaction, the store, the fan-out and the spool writes run on the io thread, so they need no locks. Each sink is isolated: what one throws is caught, what one fails is
 // counted and logged, and the revision still goes to the others.
 #include <utility>  // first: Boost 1.74 Asio under g++ 12 in C++20 needs it
 
@@ -60,39 +60,71 @@ struct Dispatcher::Impl {
   std::size_t hook_id = 0;
   std::map<std::pair<std::string, Severity>, prometheus::Gauge*> active_gauges;
 
-  void drain_queue() {
-    std::deque<Incident> batch;
+  // Revisions accepted by the store but not logged there yet: some sink still holds them in memory only.
+  std::vector<std::string> unpersisted;
+  std::atomic<std::size_t> backlog{0};  // the largest Sink::backlog() after the last batch
+
+  std::vector<Incident> take_queue() {
+    std::deque<Incident> taken;
     {
       std::lock_guard lock(qmu);
-      batch.swap(queue);
+      taken.swap(queue);
       drain_posted = false;
       metrics.incident_queue_length().Set(0);
     }
     qcv.notify_all();
-    for (auto& inc : batch) process(std::move(inc));
+    return {std::make_move_iterator(taken.begin()), std::make_move_iterator(taken.end())};
   }
 
-  void process(Incident incident) {
-    if (redactor) redactor->apply(incident);
-    auto accepted = store.accept(incident);
-    if (accepted == IncidentStore::Accept::duplicate) return;  // already seen (a replay after restart)
-    if (accepted == IncidentStore::Accept::added) metrics.incidents(incident.rule, incident.severity).Increment();
-    const auto* stored = store.find(incident.id);
-    if (!stored) return;
-    for (auto& e : sinks) {
-      try {
-        if (!e.sink->accepts(stored->incident)) continue;
-        if (auto r = e.sink->deliver(stored->incident); r) {
-          ++e.delivered;
-        } else {
+  void drain_queue() {
+    auto batch = take_queue();
+    if (batch.empty() && backlog.load() == 0) return;
+    process(batch);
+  }
+
+  // One batch: redact, let the store deduplicate, let every sink take what it accepts, then one commit per sink.
+  Dispatcher::Committed process(std::vector<Incident>& batch) {
+    Dispatcher::Committed out;
+    std::vector<std::string> fresh;  // ids the store took from this batch
+    for (auto& incident : batch) {
+      if (redactor) redactor->apply(incident);
+      auto accepted = store.accept(incident, false);
+      if (accepted == IncidentStore::Accept::duplicate) continue;  // already seen (a replay after restart)
+      if (accepted == IncidentStore::Accept::added) metrics.incidents(incident.rule, incident.severity).Increment();
+      fresh.push_back(incident.id);
+      for (auto& e : sinks) {
+        try {
+          if (!e.sink->accepts(incident)) continue;
+          if (auto r = e.sink->take(incident); r) {
+            ++e.delivered;
+          } else {
+            ++e.failed;
+            spdlog::error("sink {}: {}", e.sink->name(), r.error().message);
+          }
+        } catch (const std::exception& ex) {
           ++e.failed;
-          spdlog::error("sink {}: {}", e.sink->name(), r.error().message);
+          spdlog::error("sink {}: unexpected error taking incident {}: {}", e.sink->name(), incident.id, ex.what());
         }
-      } catch (const std::exception& ex) {
-        ++e.failed;
-        spdlog::error("sink {}: unexpected error taking incident {}: {}", e.sink->name(), incident.id, ex.what());
       }
     }
+    std::size_t most = 0;
+    for (auto& e : sinks) {
+      try {
+        if (auto r = e.sink->commit(); !r && out.error.empty()) out.error = r.error().message;
+      } catch (const std::exception& ex) {
+        if (out.error.empty()) out.error = "sink " + std::string(e.sink->name()) + ": " + ex.what();
+      }
+      most = std::max(most, e.sink->backlog());
+    }
+    backlog = most;
+    out.backlog = most;
+    out.durable = most == 0;
+    for (auto& id : fresh) unpersisted.push_back(std::move(id));
+    if (out.durable) {
+      for (const auto& id : unpersisted) store.persist(id);
+      unpersisted.clear();
+    }
+    return out;
   }
 
   void collect_active() {
@@ -142,14 +174,35 @@ bool Dispatcher::submit(const Incident& incident) {
 
 bool Dispatcher::backpressure() const {
   std::lock_guard lock(impl_->qmu);
-  return impl_->queue.size() >= impl_->opts.queue_capacity;
+  return impl_->queue.size() >= impl_->opts.queue_capacity || impl_->backlog.load() >= impl_->opts.queue_capacity;
 }
 
 bool Dispatcher::wait_for_space(Duration max) {
   auto& d = *impl_;
   std::unique_lock lock(d.qmu);
-  return d.qcv.wait_for(lock, max, [&] { return !d.accepting || d.queue.size() < d.opts.queue_capacity; }) &&
-         d.queue.size() < d.opts.queue_capacity;
+  auto room = [&] { return d.queue.size() < d.opts.queue_capacity && d.backlog.load() < d.opts.queue_capacity; };
+  // A spool backlog shrinks only when the caller delivers again (a retry): waiting on it is bounded by `max`.
+  return d.qcv.wait_for(lock, max, [&] { return !d.accepting || room(); }) && room();
+}
+
+Dispatcher::Committed Dispatcher::deliver(const std::vector<Incident>& batch) {
+  auto& d = *impl_;
+  Committed out;
+  {
+    std::lock_guard lock(d.qmu);
+    if (!d.accepting) {
+      out.durable = batch.empty();
+      if (!out.durable) out.error = "the outputs are stopped";
+      return out;
+    }
+  }
+  for (const auto& incident : batch) d.metrics.observe_incident_latency(incident.read_at);
+  d.io.run_sync([&] {
+    auto all = d.take_queue();  // what was submitted before goes first
+    all.insert(all.end(), batch.begin(), batch.end());
+    out = d.process(all);
+  });
+  return out;
 }
 
 void Dispatcher::flush() {

@@ -62,7 +62,12 @@ Result<void> IncidentStore::deliver(const Incident& incident) {
   return {};
 }
 
-IncidentStore::Accept IncidentStore::accept(const Incident& incident) {
+void IncidentStore::persist(std::string_view id) {
+  if (const auto* s = find(id)) append_log(s->json);
+  if (log_bytes_ > kCompactAt) compact_log();
+}
+
+IncidentStore::Accept IncidentStore::accept(const Incident& incident, bool persist) {
   auto it = by_id_.find(incident.id);
   Accept result = Accept::added;
   if (it != by_id_.end()) {
@@ -72,7 +77,7 @@ IncidentStore::Accept IncidentStore::accept(const Incident& incident) {
   }
   StoredIncident s{incident, to_json(incident), next_order_++};
   count(incident, +1);
-  append_log(s.json);
+  if (persist) append_log(s.json);
   by_id_.insert_or_assign(incident.id, std::move(s));
   evict();
   if (log_bytes_ > kCompactAt) compact_log();

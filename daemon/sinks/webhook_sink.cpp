@@ -92,20 +92,43 @@ class WebhookSink final : public Sink {
   }
 
   Result<void> deliver(const Incident& incident) override {
+    if (auto taken = take(incident); !taken) return taken;
+    return commit();
+  }
+
+  Result<void> take(const Incident& incident) override {
+    unspooled_.push_back(SpoolItem{incident.id, incident.revision, to_json(incident)});
+    if (sent_ids_.size() > max_sent_) sent_ids_.clear();
+    sent_ids_.insert(incident.id);
+    return {};
+  }
+
+  // Everything taken, in order, in one spool file. On failure all of it stays in memory for the next commit, in
+  // front of whatever is taken meanwhile.
+  Result<void> commit() override {
+    if (unspooled_.empty()) return {};
     SpoolDrops drops;
     std::string err;
-    auto r = spool_.put(incident, to_json(incident), unix_ms(clock_.now()), &drops, &err);
+    auto r = spool_.put_batch(unspooled_, unix_ms(clock_.now()), &drops, &err);
     record_drops(drops);
     refresh_gauges();
     if (r == Spool::PutResult::failed) {
-      m_.dropped_write_error.Increment();
-      return Error{err};
+      metrics_.state_write_failures("spool").Increment();
+      if (!write_failing_)
+        spdlog::error("sink {}: {}; {} deliveries kept in memory, retried", cfg_.name, err, unspooled_.size());
+      write_failing_ = true;
+      return Error{"sink " + cfg_.name + ": " + err};
     }
-    if (sent_ids_.size() > max_sent_) sent_ids_.clear();
-    sent_ids_.insert(incident.id);
+    if (write_failing_)
+      spdlog::info("sink {}: spool written again ({} deliveries kept in memory meanwhile)", cfg_.name,
+                   unspooled_.size());
+    write_failing_ = false;
+    unspooled_.clear();
     wake();
     return {};
   }
+
+  std::size_t backlog() const override { return unspooled_.size(); }
 
   void poke() override {
     if (!in_backoff_) wake_.cancel();
@@ -269,7 +292,9 @@ class WebhookSink final : public Sink {
   Spool spool_;
   asio::steady_timer wake_;  // the loop sleeps on it; cancelled when work arrives or on stop
   std::mt19937_64 rng_;
-  std::set<std::string> sent_ids_;  // incidents with a revision spooled for this sink (in this process)
+  std::set<std::string> sent_ids_;  // incidents with a revision taken by this sink (in this process)
+  std::vector<SpoolItem> unspooled_;  // taken, not durable yet: the spool write failed (a full disk); in order
+  bool write_failing_ = false;
   std::atomic<std::int64_t> oldest_ms_{0};
   std::size_t hook_id_ = 0;
   std::chrono::steady_clock::time_point next_refresh_{};

@@ -54,7 +54,6 @@ struct SinkMetrics {
   prometheus::Counter& dropped_max_age;     // ... reason="max_age"
   prometheus::Counter& dropped_rejected;    // ... reason="rejected": the receiver refused the payload itself (400/413/422)
   prometheus::Counter& dropped_corrupt;     // ... reason="corrupt": an unreadable spool file
-  prometheus::Counter& dropped_write_error; // ... reason="write_error": the spool could not be written
 };
 
 // Per (rule, event) match counters, indexed [rule index][event index] like CompiledRules. Build one per rule set
@@ -93,6 +92,10 @@ class Metrics {
   prometheus::Gauge& incident_queue_length() { return *incident_queue_length_; }
   prometheus::Gauge& files_waiting() { return *files_waiting_; }
   prometheus::Counter& file_reopens() { return *file_reopens_; }
+  // faultline_state_write_failures_total{what}: `what` is "checkpoint", "journal" or "spool".
+  prometheus::Counter& state_write_failures(std::string_view what);
+  // faultline_state_writable: 1 while the last write of each kind to the state dir succeeded, else 0.
+  prometheus::Gauge& state_writable() { return *state_writable_; }
 
   // The running rule set: faultline_rules_loaded, and the incident series of every severity a rule can raise start
   // at 0 (so increase() sees a rule's first incident).
@@ -139,6 +142,8 @@ class Metrics {
   Fam<prometheus::Counter>* http_requests_total_;
   Fam<prometheus::Gauge>* files_waiting_family_;
   Fam<prometheus::Counter>* file_reopens_total_;
+  Fam<prometheus::Counter>* state_write_failures_total_;
+  Fam<prometheus::Gauge>* state_writable_family_;
 
   prometheus::Counter* lines_shed_;
   prometheus::Histogram* incident_latency_;
@@ -147,6 +152,8 @@ class Metrics {
   prometheus::Gauge* incident_queue_length_;
   prometheus::Gauge* files_waiting_;
   prometheus::Counter* file_reopens_;
+  prometheus::Counter* state_write_failures_[3];  // checkpoint, journal, spool
+  prometheus::Gauge* state_writable_;
   prometheus::Gauge* checkpoint_age_;
   prometheus::Gauge* last_reload_success_ts_;
   prometheus::Counter* reload_success_;

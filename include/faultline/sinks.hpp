@@ -6,8 +6,9 @@
 //
 // Threading: Dispatcher::submit/backpressure/wait_for_space/flush are thread-safe and meant for the pipeline thread;
 // sinks' deliver() runs on the io thread; Spool and IncidentStore are plain single-threaded classes (the store's
-// firing_counts() excepted). Delivery is at least once: each accepted revision is written (fsync'd) to every matching
-// sink's spool before its first attempt and removed only after a 2xx. Receivers deduplicate on `webhook-id` =
+// firing_counts() excepted). Delivery is at least once: each accepted revision is written (fsync'd, one fsync per
+// batch) to every matching sink's spool before its first attempt and removed only after a 2xx; Dispatcher::deliver
+// tells the caller when a batch is durable, so that it records the batch as emitted only then. Receivers deduplicate on `webhook-id` =
 // "<incident id>-<revision>".
 #pragma once
 
@@ -99,18 +100,30 @@ std::string alertmanager_alert(const Incident& incident, const AlertmanagerConte
                                std::optional<std::chrono::system_clock::time_point> resolved_at = std::nullopt);
 
 // ---------------------------------------------------------------------------------------------------------------
-// Spool: one directory per sink, one file per pending delivery, written to a temporary name, fsync'd, renamed.
-// File format (versioned JSON): {"format":"faultline-spool","version":1,"delivery_id":..., "incident_id":...,
-// "revision":..., "created_ms":..., "body":"<incident JSON>"}. Unreadable files are dropped and counted.
+// Spool: one directory per sink, one file per batch of pending deliveries (one revision or many, taken together),
+// written to a temporary name, fsync'd, renamed — one fsync per batch, not per revision. File format (versioned JSON):
+// {"format":"faultline-spool","version":2,"deliveries":[{"delivery_id":..., "incident_id":..., "revision":...,
+// "created_ms":..., "body":"<incident JSON>"}, ...]}; version 1 files (one delivery, its fields at the top level) are
+// still read. A file is removed once every delivery in it is done; until then "<seq>.done" beside it lists the ids
+// of those already done (delivered or dropped), so a restart resumes only the rest. Unreadable files are dropped and
+// counted.
 
 struct SpoolEntry {
-  std::uint64_t seq = 0;
-  std::string path;
+  std::uint64_t seq = 0;    // order of the delivery in the spool
+  std::string path;         // the file holding it (shared by the deliveries of one batch)
   std::string delivery_id;  // "<incident id>-<revision>"
   std::string incident_id;
   std::uint32_t revision = 0;
   std::int64_t created_ms = 0;  // Unix ms when first spooled
-  std::uint64_t bytes = 0;      // size of the file
+  std::uint64_t bytes = 0;      // its share of the file
+};
+
+// One delivery to write: what put_batch() takes.
+struct SpoolItem {
+  std::string incident_id;
+  std::uint32_t revision = 0;
+  std::string body;
+  std::string delivery_id() const { return incident_id + "-" + std::to_string(revision); }
 };
 
 struct SpoolDrops {
@@ -126,9 +139,14 @@ class Spool {
   Result<void> open(SpoolDrops* drops = nullptr);
 
   enum class PutResult : std::uint8_t { stored, duplicate, failed };
-  // Writes one delivery durably. Oldest deliveries beyond max_bytes are dropped (reported in `drops`).
+  // Writes one delivery durably (a batch of one).
   PutResult put(const Incident& incident, std::string_view body, std::int64_t now_ms, SpoolDrops* drops = nullptr,
                 std::string* error = nullptr);
+  // Writes `items` durably in one file (one fsync); deliveries already pending are skipped (all of them:
+  // `duplicate`). `failed`: nothing of the batch was stored (`error` says why). Oldest deliveries beyond max_bytes
+  // are dropped (reported in `drops`).
+  PutResult put_batch(const std::vector<SpoolItem>& items, std::int64_t now_ms, SpoolDrops* drops = nullptr,
+                      std::string* error = nullptr);
   // The oldest pending delivery and its body; a corrupt file is removed, reported and skipped.
   std::optional<std::pair<SpoolEntry, std::string>> front(SpoolDrops* drops = nullptr);
   void remove(const SpoolEntry& entry);
@@ -144,13 +162,20 @@ class Spool {
 
  private:
   void drop_front_to(std::vector<SpoolEntry>* out);
+  void erase_at(std::size_t index);
+  bool load_file(const std::string& path, std::unordered_map<std::string, std::string>* bodies);
   std::string dir_;
   std::uint64_t max_bytes_;
   Duration max_age_;
-  std::uint64_t next_seq_ = 1;
+  std::uint64_t next_seq_ = 1;       // of deliveries
+  std::uint64_t next_file_ = 1;      // of files
   std::uint64_t bytes_ = 0;
   std::vector<SpoolEntry> entries_;  // in seq order (a deque would do; the spool is small)
   std::set<std::string> ids_;
+  std::unordered_map<std::string, std::size_t> live_;  // file → deliveries in it not yet done
+  // The bodies of the file at the front (read once per file, not once per delivery).
+  std::string cached_path_;
+  std::unordered_map<std::string, std::string> cached_bodies_;
 };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -166,6 +191,13 @@ class Sink {
   // Takes one revision. A spooling sink has it durable in its spool when this returns (delivery follows on the io
   // thread); an Error says it could not be taken (already counted by the sink where it has metrics for it).
   virtual Result<void> deliver(const Incident& incident) = 0;
+  // A batch: take() each revision, then one commit() makes them all durable (a spooling sink: one spool file, one
+  // fsync). A commit that fails keeps what was taken in memory (backlog()), counted, and the next commit() writes it
+  // again, before anything taken later: nothing taken is dropped for a failed write. Defaults: deliver() at once.
+  virtual Result<void> take(const Incident& incident) { return deliver(incident); }
+  virtual Result<void> commit() { return {}; }
+  // Revisions taken but not durable yet (their spool write failed).
+  virtual std::size_t backlog() const { return 0; }
   // Called once, from the owner's thread, after the last deliver(): delivers what is pending for up to `grace`,
   // then lets go (what is left stays spooled for the next start). No io-thread work of the sink remains after it.
   virtual void stop(Duration grace) = 0;
@@ -223,7 +255,11 @@ class IncidentStore final : public Sink, public IncidentView {
   Result<void> open();
 
   enum class Accept : std::uint8_t { added, updated, duplicate };
-  Accept accept(const Incident& incident);
+  // `persist` false: held in memory only, until persist(id) — a revision is logged only once the sinks have it
+  // durable, so that after a crash the store never claims one that a spool lost.
+  Accept accept(const Incident& incident, bool persist = true);
+  // Logs the revision now held for `id` (a no-op without a log or for an id no longer held).
+  void persist(std::string_view id);
 
   const StoredIncident* find(std::string_view id) const override;
   std::vector<const StoredIncident*> query(const IncidentQuery& query) const override;  // newest update first
@@ -292,10 +328,20 @@ class Dispatcher {
   // Thread-safe. Hands one revision to the io thread. Returns false before start() and after stop(). Blocks while
   // the queue is at its hard bound (4 × queue_capacity).
   bool submit(const Incident& incident);
-  // True while the queue is at or above queue_capacity: the reader should pause (its lag grows, visibly).
+  // True while the queue is at or above queue_capacity, or as many revisions wait in memory for a spool write that
+  // keeps failing: the reader should pause (its lag grows, visibly).
   bool backpressure() const;
   // Waits until the queue is below queue_capacity or `max` passed; returns !backpressure().
   bool wait_for_space(Duration max);
+  // Hands `batch` to the sinks now, in order after everything submitted before, and waits for it (the pipeline
+  // thread): each sink takes the revisions it accepts and makes them durable with one write (Sink::commit). Revisions
+  // an earlier call could not make durable are written again first. Thread-safe.
+  struct Committed {
+    bool durable = true;       // every revision taken so far is durable in every sink that took it
+    std::size_t backlog = 0;   // revisions held in memory because a spool write failed (the largest of any sink)
+    std::string error;         // the first failure, when not durable
+  };
+  Committed deliver(const std::vector<Incident>& batch);
   // Returns once every revision submitted before the call has been handed to every sink.
   void flush();
   // Every sink looks again at what is due (Sink::poke), e.g. after a test moved its clock.

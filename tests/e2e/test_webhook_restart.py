@@ -26,8 +26,17 @@ def test(work):
     # The receiver goes away; more incidents pile up in the spool; faultline dies hard.
     work.append("BOOM 2", "BOOM 3", "BOOM 4", "RECOVERED 1")
     spool = os.path.join(work.state, "spool", "hook")
-    wait_until(lambda: os.path.isdir(spool) and len([f for f in os.listdir(spool) if f.endswith(".json")]) == 4, 20,
-               what="four deliveries in the spool")
+
+    def spooled():
+        """Deliveries in the spool (a file holds one batch of them)."""
+        n = 0
+        for f in os.listdir(spool) if os.path.isdir(spool) else []:
+            if f.endswith(".json"):
+                with open(os.path.join(spool, f)) as fh:
+                    n += len(json.load(fh)["deliveries"])
+        return n
+
+    wait_until(lambda: spooled() == 4, 20, what="four deliveries in the spool")
     fl.kill9()
 
     rx2 = tl.Receiver(port=port, work=work).start()

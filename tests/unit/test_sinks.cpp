@@ -261,8 +261,52 @@ TEST_CASE("spool: durable, ordered, deduplicated, resumed", "[sinks]") {
     CHECK(sp.front()->first.delivery_id == "aaaa-2");
     auto content = nlohmann::json::parse(read_file(sp.front()->first.path));
     CHECK(content["format"] == "faultline-spool");
-    CHECK(content["version"] == 1);
+    CHECK(content["version"] == 2);
+    CHECK(content["deliveries"][0]["delivery_id"] == "aaaa-2");
   }
+}
+
+TEST_CASE("spool: a batch is one file, removed once every delivery in it is done", "[sinks]") {
+  TempDir tmp;
+  std::string dir = tmp.path + "/spool/s";
+  auto files = [&] { return std::distance(fs::directory_iterator(dir), fs::directory_iterator{}); };
+  // A file a version-1 spool left behind (one delivery per file) resumes first.
+  fs::create_directories(dir);
+  std::ofstream(dir + "/00000000000000000004.json")
+      << R"({"format":"faultline-spool","version":1,"delivery_id":"old-1","incident_id":"old","revision":1,)"
+      << R"("created_ms":500,"body":"old-body"})";
+  Spool sp(dir, 1 << 20, std::chrono::hours(1));
+  REQUIRE(sp.open());
+  REQUIRE(sp.size() == 1);
+  std::vector<SpoolItem> batch{{"cccc", 1, "c1"}, {"dddd", 1, "d1"}, {"cccc", 2, "c2"}, {"old", 1, "again"}};
+  CHECK(sp.put_batch(batch, 1000) == Spool::PutResult::stored);
+  CHECK(sp.size() == 4);  // the pending "old-1" is not taken twice
+  CHECK(files() == 2);
+  CHECK(sp.put_batch({{"cccc", 1, "c1"}}, 1100) == Spool::PutResult::duplicate);
+  std::vector<std::string> order;
+  for (int i = 0; i < 2; ++i) {
+    auto f = sp.front();
+    REQUIRE(f);
+    order.push_back(f->first.delivery_id + "=" + f->second);
+    sp.remove(f->first);
+  }
+  CHECK(order == std::vector<std::string>{"old-1=old-body", "cccc-1=c1"});
+  CHECK(files() == 2);  // the batch still holds two deliveries; beside it, the one done
+  {
+    // A restart resumes what is left of the batch, not what was done before it.
+    Spool again(dir, 1 << 20, std::chrono::hours(1));
+    REQUIRE(again.open());
+    CHECK(again.size() == 2);
+    CHECK(again.front()->first.delivery_id == "dddd-1");
+  }
+  sp.remove(sp.front()->first);
+  auto last = sp.front();
+  REQUIRE(last);
+  CHECK(last->first.delivery_id == "cccc-2");
+  CHECK(last->second == "c2");
+  sp.remove(last->first);
+  CHECK(sp.empty());
+  CHECK(files() == 0);
 }
 
 // Found by fuzz_spool: a field of the wrong type threw out of Spool::open (the daemon ended at start).

@@ -109,6 +109,19 @@ struct Rig {
 
 bool has(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
 
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Deliveries in a spool directory (a file holds one batch of them).
+std::size_t spooled(const std::string& dir) {
+  std::size_t n = 0;
+  for (const auto& f : fs::directory_iterator(dir))
+    if (f.path().extension() == ".json") n += nlohmann::json::parse(slurp(f.path().string()))["deliveries"].size();
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("json webhook: signed, deduplicated, retried until 2xx", "[sinks][delivery]") {
@@ -193,7 +206,7 @@ TEST_CASE("a dead sink does not delay another; pending deliveries survive a rest
     rig.stop(std::chrono::milliseconds(100));
   }
   // The dead sink's deliveries are still spooled; a new process with a live receiver delivers them, in order.
-  CHECK(std::distance(fs::directory_iterator(tmp.path + "/spool/dead"), fs::directory_iterator{}) == 5);
+  CHECK(spooled(tmp.path + "/spool/dead") == 5);
   nettest::Receiver revived;
   Rig rig(tmp.path);
   rig.start({sink("dead", revived.url())});
@@ -277,6 +290,53 @@ TEST_CASE("backpressure and stop", "[sinks][delivery]") {
   CHECK_FALSE(rig.dispatcher.backpressure());
   rig.stop(std::chrono::milliseconds(100));
   CHECK_FALSE(rig.dispatcher.submit(make_incident("late")));
+}
+
+TEST_CASE("deliver: a batch is durable in the spool when it returns; a failed spool write keeps it and retries",
+          "[sinks][delivery]") {
+  TempDir tmp;
+  std::uint16_t dead_port;
+  { nettest::Receiver gone; dead_port = gone.port(); }
+  DispatcherOptions o;
+  o.queue_capacity = 3;
+  Rig rig(tmp.path, o);
+  rig.start({sink("hook", "http://127.0.0.1:" + std::to_string(dead_port) + "/")});
+  auto pending = [&] { return spooled(rig.spool("hook")); };
+  auto files = [&] { return std::distance(fs::directory_iterator(rig.spool("hook")), fs::directory_iterator{}); };
+  auto first = rig.dispatcher.deliver({make_incident("b1"), make_incident("b2"), make_incident("b3")});
+  CHECK(first.durable);
+  CHECK(first.backlog == 0);
+  CHECK(pending() == 3);  // on disk when deliver() returns, in one file
+  CHECK(files() == 1);
+
+  // The spool directory cannot be written (a file where it was: every create fails, as on a full disk).
+  fs::rename(rig.spool("hook"), tmp.path + "/aside");
+  std::ofstream(rig.spool("hook")) << "in the way";
+  auto failed = rig.dispatcher.deliver({make_incident("f1"), make_incident("f2")});
+  CHECK_FALSE(failed.durable);
+  CHECK(failed.backlog == 2);
+  CHECK_FALSE(failed.error.empty());
+  CHECK_FALSE(rig.dispatcher.backpressure());
+  auto more = rig.dispatcher.deliver({make_incident("f3")});
+  CHECK(more.backlog == 3);
+  CHECK(rig.dispatcher.backpressure());  // at queue_capacity revisions held in memory: the reader pauses
+  auto text = rig.metrics.serialize();
+  CHECK(has(text, "faultline_state_write_failures_total{what=\"spool\"} 2"));
+  CHECK(has(text, "faultline_spool_dropped_total{reason=\"spool_full\",sink=\"hook\"} 0"));
+  // Until the spool is durable again, the store does not log them (a crash must not make them look delivered).
+  CHECK(slurp(tmp.path + "/incidents.jsonl").find("\"f1\"") == std::string::npos);
+
+  // Space returns: the next delivery (an empty one: the service's next step) writes them, in order.
+  fs::remove(rig.spool("hook"));
+  fs::rename(tmp.path + "/aside", rig.spool("hook"));
+  auto again = rig.dispatcher.deliver({});
+  CHECK(again.durable);
+  CHECK(again.backlog == 0);
+  CHECK_FALSE(rig.dispatcher.backpressure());
+  CHECK(pending() == 6);
+  CHECK(files() == 2);
+  CHECK(slurp(tmp.path + "/incidents.jsonl").find("\"f3\"") != std::string::npos);
+  rig.stop(Duration::zero());
 }
 
 namespace {
