@@ -126,7 +126,20 @@ Metrics::Metrics(std::string_view version) : registry_(std::make_shared<promethe
                              .Help("Files given a descriptor again after waiting without one.")
                              .Register(r);
 
+  timestamps_rejected_total_ = &BuildCounter()
+                                  .Name("faultline_timestamps_rejected_total")
+                                  .Help("Log lines whose own time was not taken (the line kept its stream's time), "
+                                        "by reason: future = more than a day ahead of the wall clock.")
+                                  .Register(r);
+  stream_clock_resets_total_ = &BuildCounter()
+                                   .Name("faultline_stream_clock_resets_total")
+                                   .Help("Log lines dated more than an hour before their stream's clock: the stream's "
+                                         "clock went back there and a new epoch of the stream began.")
+                                   .Register(r);
+
   lines_shed_ = &lines_shed_total_->Add({});
+  timestamps_rejected_future_ = &timestamps_rejected_total_->Add({{"reason", "future"}});
+  stream_clock_resets_ = &stream_clock_resets_total_->Add({});
   files_waiting_ = &files_waiting_family_->Add({});
   file_reopens_ = &file_reopens_total_->Add({});
   incident_latency_ = &incident_latency_seconds_->Add(
