@@ -126,6 +126,12 @@ void Streams::clock_moved(std::uint32_t index) {
     it->second = std::max(it->second, s.clock.now());
 }
 
+Time Streams::latest_of_all() const {
+  Time t = latest();
+  for (const auto& [node, now] : node_clocks_) t = std::max(t, now);
+  return t;
+}
+
 Time Streams::latest() const {
   Time t{};
   for (const auto& st : streams_) t = std::max(t, st.clock.now());

@@ -70,6 +70,8 @@ class Streams {
   void clock_moved(std::uint32_t index);
   // The latest of the streams' clocks.
   Time latest() const;
+  // The latest of every clock, the nodes' included (a node's stays ahead of a stream whose time went back).
+  Time latest_of_all() const;
   // Node clocks by node name (checkpoints).
   const std::map<std::string, Time, std::less<>>& node_clocks() const { return node_clocks_; }
   void restore_node(const std::string& node, Time now) { node_clocks_[node] = now; }

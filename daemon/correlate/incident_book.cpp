@@ -205,7 +205,7 @@ void IncidentBook::release_time_passed(Call& call) {
 }
 
 void IncidentBook::expire(Call& call) {
-  expire_by(streams_.latest(), [&](OpenIncident& oi) { return std::optional<Time>(now_of(oi)); }, call);
+  expire_by(streams_.latest_of_all(), [&](OpenIncident& oi) { return std::optional<Time>(now_of(oi)); }, call);
 }
 
 template <class ClockOf>
