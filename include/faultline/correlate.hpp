@@ -11,7 +11,11 @@
 //                  warning); raising again revises the same open incident (escalation, repeat) instead of a new one.
 //   held           a raised incident not emitted yet: waiting for optional evidence that may arrive a little out of
 //                  order (the rule's tolerance) or for a root cause printed after it (cascade); released by line
-//                  count, event time or end of input.
+//                  count, its stream's event time (live sources: or wall time), end of input or the daemon stopping.
+//   event clock    each stream's own "now", moved by its lines within bounds (event_clock.hpp); a node-keyed
+//                  rule's is the latest of its node's streams' clocks.
+//   epoch          a stream's time went back far (a restart replaying its log, a clock corrected): its clock goes
+//                  back too, and what follows is a new stretch of the stream (stories start over, repeats count).
 //   boundary       a reset or a new instance of the stream since an incident's last completion: the next completion
 //                  is a repeat, not the same failure printed again.
 //   decisive line  a hit that counted for a required step (or an optional step with a severity); the first one
