@@ -30,16 +30,21 @@ StreamState& Streams::operator[](std::uint32_t index) {
 
 void Streams::set_identity(std::uint32_t index, StreamIdentity identity) {
   StreamState& s = (*this)[index];
+  if (!s.id.name.empty() && s.id.name != identity.name) {
+    s.clock = EventClock{};  // the index stood for another stream
+    s.clock_line = 0;
+  }
   s.id = std::move(identity);
+  s.described = true;
   auto it = restored_.find(s.id.name);
   if (it == restored_.end()) return;
-  if (!s.clock.known()) s.clock.restore(it->second.now, it->second.log_now, it->second.log_time_seen);
+  s.clock.restore(it->second.now, it->second.log_now, it->second.log_time_seen);
   restored_.erase(it);
 }
 
 void Streams::restore_clock(const std::string& name, Time now, Time log_now, bool log_time_seen) {
   for (auto& st : streams_) {
-    if (st.id.name == name) {
+    if (st.described && st.id.name == name) {
       st.clock.restore(now, log_now, log_time_seen);
       return;
     }

@@ -34,6 +34,7 @@ struct StreamState {
   std::uint64_t last_line = 0;
   EventClock clock;              // the stream's own time
   std::uint64_t clock_line = 0;  // the last line that moved it (lines are looked at for their time once, in order)
+  bool described = false;        // set_identity() named it (not only a restored checkpoint)
 };
 
 // The streams by index (records carry the index). Asking for an index not seen yet adds it.
@@ -42,9 +43,11 @@ class Streams {
   StreamState& operator[](std::uint32_t index);
   const StreamState& at(std::uint32_t index) const { return streams_.at(index); }
   std::size_t size() const { return streams_.size(); }
-  // Describes stream `index`; a clock restored for its name (from a checkpoint) becomes its clock.
+  // Describes stream `index`; a clock restored for its name (from a checkpoint) becomes its clock. An index that
+  // a checkpoint named otherwise does not keep that stream's clock.
   void set_identity(std::uint32_t index, StreamIdentity identity);
-  // A checkpoint's clock of the stream named `name`: given to it now if it is known, else when set_identity names it.
+  // A checkpoint's clock of the stream named `name`: given to it now if it is described, else when set_identity
+  // names it.
   void restore_clock(const std::string& name, Time now, Time log_now, bool log_time_seen);
   // The stream's name, empty when the index was never seen.
   std::string name_of(std::uint32_t index) const;
