@@ -2,7 +2,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
+#include <string>
 #include <iostream>
 
 #include "cli.hpp"
@@ -10,6 +13,7 @@
 #include "input.hpp"
 #include "faultline/catalog.hpp"
 #include "faultline/clock.hpp"
+#include "faultline/decode.hpp"
 #include "faultline/replay.hpp"
 
 namespace faultline::app {
@@ -34,7 +38,8 @@ cli::Parser scan_parser(ScanFlags& f) {
   cli.flag("--json", f.json, "one JSON object per incident revision (the schema of docs/incident-schema.md)");
   cli.flag("--explain", f.explain, "show, line by line, which events hit and how each rule's state moved");
   cli.option("--now", "TIME", f.now, parse_rfc3339, "an RFC 3339 time",
-             "reference time (RFC 3339) for times printed without a year (default: the file's mtime)");
+             "reference time (RFC 3339) for times printed without a year, and the time of a file that prints "
+             "none in its first 1000 lines (default: the file's mtime)");
   cli.option("--format", "F", f.format, parse_container_format, "auto, raw, cri or docker",
              "container format of every input: auto, raw, cri, docker (default: detected per input)");
   cli.option("--utc-offset", "Z", f.utc_offset, parse_utc_offset, "+HH:MM",
@@ -57,6 +62,33 @@ Time read_time_of(const std::string& input, const std::optional<Time>& now) {
   return SystemClock::instance().now();
 }
 
+// Lines before a file's first timestamp take that time (a log often starts with lines that print none: warnings, a
+// banner), looked for this far ahead; a file that prints none so early is read at its read time (mtime or --now).
+constexpr std::size_t kLookAheadLines = 1000;
+constexpr std::size_t kLookAheadBytes = std::size_t{1} << 20;
+
+bool enough_to_look_at(std::string_view head) {
+  if (head.size() >= kLookAheadBytes) return true;
+  std::size_t lines = 0;
+  for (std::size_t p = head.find('\n'); p != std::string_view::npos; p = head.find('\n', p + 1)) {
+    if (++lines >= kLookAheadLines) return true;
+  }
+  return false;
+}
+
+// The time the first line of `head` that prints one prints (within the look-ahead), decoded as the stream will be.
+std::optional<Time> first_time_in(std::string_view head, const DecodeOptions& decode, Time read_time) {
+  head = head.substr(0, std::min(head.size(), kLookAheadBytes));
+  Decoder decoder(0, decode);
+  RecordBatch batch;
+  decoder.feed(head, read_time, batch);
+  decoder.flush(read_time, batch);
+  for (std::size_t i = 0; i < batch.size() && i < kLookAheadLines; ++i) {
+    if (batch[i].time_from_log) return batch[i].time;
+  }
+  return std::nullopt;
+}
+
 StreamIdentity identity_of(const std::string& input) {
   const bool is_stdin = input == "-";
   StreamIdentity id;
@@ -64,6 +96,9 @@ StreamIdentity identity_of(const std::string& input) {
   id.logical = id.name;
   id.instance = id.name;
   id.set_label(LabelKey::source, is_stdin ? "stdin" : "file");
+  // A scan knows nothing of hosts: each input is a node of its own, so that rules keyed by node (the kernel log)
+  // never join lines of two files, and the order of the files does not matter.
+  id.set_label(LabelKey::node, id.name);
   return id;
 }
 
@@ -107,10 +142,38 @@ int cmd_scan(const Args& args) {
       std::cerr << "faultline scan: cannot open " << input << ": " << in.error() << "\n";
       return 2;
     }
-    replay.start(read_time_of(input, f.now));
-    const std::uint32_t stream = replay.add_stream(identity_of(input), decode);
+    // One clock per file: each stream's clock runs on its own lines, so the order of the files does not matter.
+    const Time read_time = read_time_of(input, f.now);
+    DecodeOptions stream_decode = decode;
+    stream_decode.time.reference = read_time;  // times printed without a year
+    const std::uint32_t stream = replay.add_stream(identity_of(input), stream_decode);
+    // What is fed is read at the time of the file's first timestamp, so the lines before it take that time.
+    std::string head;  // the first pieces, copied while they are too short to look ahead in
+    bool started = false;
+    auto begin = [&](std::string_view look) {
+      replay.start(first_time_in(look, stream_decode, read_time).value_or(read_time));
+      started = true;
+    };
     std::string_view piece;
-    while (in.next(piece)) replay.feed(stream, piece);
+    while (in.next(piece)) {
+      if (started) {
+        replay.feed(stream, piece);
+      } else if (head.empty() && enough_to_look_at(piece)) {
+        begin(piece);
+        replay.feed(stream, piece);
+      } else {
+        head.append(piece);
+        if (enough_to_look_at(head)) {
+          begin(head);
+          replay.feed(stream, head);
+          std::string().swap(head);
+        }
+      }
+    }
+    if (!started) {
+      begin(head);
+      replay.feed(stream, head);
+    }
     if (!in.ok()) {
       std::cerr << "faultline scan: cannot read " << input << ": " << in.error() << "\n";
       return 2;

@@ -30,9 +30,9 @@ struct Correlator::Impl {
   ActiveRules rules;
   Trace trace;
   Streams streams;
-  EventClock clock;
+  Time advanced{};  // the latest time advance() was given (the clock of a correlator that saw no line yet)
   Attribution attribution{rules, streams, trace};
-  IncidentBook book{rules, streams, attribution, trace, stats};
+  IncidentBook book{rules, streams, attribution, trace, stats, options.holds_bounded_by_wall};
   StoryTable stories{rules, streams, stats, options.max_stories};
   StoryMachine machine{rules, streams, book, trace};
   bool has_absence = false;  // some rule has an absence step
@@ -40,7 +40,44 @@ struct Correlator::Impl {
   // being processed when they were last looked at.
   std::uint64_t last_hit_line = 0;
 
-  StateParts state() { return StateParts{rules, clock, streams, stories, book}; }
+  StateParts state() { return StateParts{rules, streams, stories, book, options.clock->now()}; }
+
+  // A line of stream `rec.stream` moves its clock; returns the time the line is taken at. A line far before the
+  // stream's time starts a new epoch of it: no sequence continues across, and the next completion is a repeat.
+  Time see(const RecordMeta& rec, Call& call) {
+    StreamState& st = streams[rec.stream];
+    const Time wall = options.clock->now();
+    if (rec.line <= st.clock_line) return st.clock.bounded(rec, wall);  // looked at already (a hit, then the ring)
+    st.clock_line = rec.line;
+    const SeenTime seen = st.clock.see(rec, wall);
+    switch (seen.verdict) {
+      case TimeVerdict::taken:
+        break;
+      case TimeVerdict::future:
+        ++stats.times_rejected_future;
+        if (trace) trace("line " + std::to_string(rec.line) + ": time " + format_time(rec.time) +
+                         " is too far ahead of the wall clock; kept the stream's time " + format_time(seen.time));
+        break;
+      case TimeVerdict::back_jump:
+        ++stats.times_went_back;
+        if (trace) trace("line " + std::to_string(rec.line) + ": time went back to " + format_time(rec.time) +
+                         "; a new epoch of the stream");
+        for (auto& [k, story] : stories.all()) {
+          if (story.stream == rec.stream && rules[story.rule].key.stream) machine.reset(story, "time went back");
+        }
+        book.time_went_back(rec.stream, call);
+        break;
+    }
+    return seen.time;
+  }
+
+  // Deadlines each clock has passed: absences, holds, idle rings, quiet lifetimes.
+  void settle(Call& call) {
+    if (has_absence) machine.complete_absences(stories, call);
+    streams.free_idle_rings();
+    book.release_time_passed(call);
+    book.expire(call);
+  }
 
   // Derived indexes of the open incidents and of the rules, rebuilt after a reload.
   void rules_changed() {
@@ -51,27 +88,28 @@ struct Correlator::Impl {
     }
   }
 
-  void on_hit(const Hit& hit, Call& call) {
+  // `t`: the time the hit's line is taken at (its own, within its stream clock's bounds).
+  void on_hit(const Hit& hit, Time t, Call& call) {
     const RecordMeta& meta = (*call.batch)[hit.record];
     const Rule& r = rules[hit.event.rule];
     const EventPattern& ev = r.events[hit.event.event];
     ++stats.hits;
     std::string key = stories.key_for(r, meta.stream, hit.fields);
-    if (trace) trace("line " + std::to_string(meta.line) + " @" + format_time(meta.time) + ": " + r.id + "/" + ev.name + " hit");
+    if (trace) trace("line " + std::to_string(meta.line) + " @" + format_time(t) + ": " + r.id + "/" + ev.name + " hit");
 
     // Deadlines that this line passes are settled first, so batching never changes the outcome.
-    book.settle_before(meta.stream, meta.line, meta.time, call);
+    book.settle_before(meta.stream, meta.line, t, call);
 
     Story& s = stories.get(hit.event.rule, std::move(key), meta.stream);
     if (s.generation != streams[meta.stream].generation && r.key.stream) machine.reset(s, "new instance");
     s.stream = meta.stream;
-    s.last_activity = meta.time;
+    s.last_activity = t;
 
     auto names = [&](const std::vector<std::string>& list) {
       return std::find(list.begin(), list.end(), ev.name) != list.end();
     };
     if (OpenIncident* oi = book.find({s.rule, s.key}); oi && oi->incident.status == IncidentStatus::firing) {
-      if (names(r.lifetime.resolve_on)) book.resolve(*oi, meta.time, ev.name.c_str(), call);
+      if (names(r.lifetime.resolve_on)) book.resolve(*oi, t, ev.name.c_str(), call);
     }
     if (names(r.reset_on)) {
       machine.reset(s, ev.name.c_str());
@@ -85,7 +123,7 @@ struct Correlator::Impl {
     h.stream = meta.stream;
     h.line = meta.line;
     h.offset = meta.offset;
-    h.time = meta.time;
+    h.time = t;
     h.text = std::string(call.batch->text(hit.record));
     h.fields = hit.fields;
     call.line = last_hit_line = meta.line;
@@ -104,7 +142,9 @@ Correlator::~Correlator() = default;
 Correlator::Correlator(Correlator&&) noexcept = default;
 Correlator& Correlator::operator=(Correlator&&) noexcept = default;
 
-void Correlator::set_stream(std::uint32_t index, StreamIdentity identity) { impl_->streams[index].id = std::move(identity); }
+void Correlator::set_stream(std::uint32_t index, StreamIdentity identity) {
+  impl_->streams.set_identity(index, std::move(identity));
+}
 
 void Correlator::new_instance(std::uint32_t index, std::string instance) {
   Impl& m = *impl_;
@@ -113,6 +153,7 @@ void Correlator::new_instance(std::uint32_t index, std::string instance) {
   ++s.generation;
   s.ring.clear();
   s.last_line = 0;
+  s.clock_line = 0;
   for (auto& [k, story] : m.stories.all()) {
     if (story.stream == index && m.rules[story.rule].key.stream) m.machine.reset(story, "new instance");
   }
@@ -122,31 +163,50 @@ void Correlator::new_instance(std::uint32_t index, std::string instance) {
 void Correlator::process(const RecordBatch& batch, const std::vector<Hit>& hits, std::vector<Incident>& out) {
   Impl& m = *impl_;
   Call call{out, m.options.clock->steady(), &batch};
-  // The clock moves with the lines that hit and with each stream's last lines in the batch (for a log whose times
-  // only go forward, the latest of the batch). Lines between them are not read for their time.
+  // A stream's clock moves with its lines that hit and with its last lines in the batch (for a log whose times only
+  // go forward, the latest of the batch). Lines between them are not read for their time.
   for (const auto& hit : hits) {
-    m.clock.see(batch[hit.record]);
-    m.on_hit(hit, call);
+    const RecordMeta& rec = batch[hit.record];
+    const Time t = m.see(rec, call);
+    m.streams.clock_moved(rec.stream);
+    m.on_hit(hit, t, call);
   }
   if (!batch.empty()) {
-    m.streams.keep_last_lines(batch, m.clock);
+    m.streams.keep_last_lines(batch, [&](const RecordMeta& rec) { return m.see(rec, call); });
     m.book.release_lines_passed(call);
   }
 }
 
 void Correlator::advance(Time now, std::vector<Incident>& out) {
   Impl& m = *impl_;
-  m.clock.advance(now);
+  m.advanced = std::max(m.advanced, now);
+  for (std::uint32_t i = 0; i < m.streams.size(); ++i) {
+    m.streams[i].clock.advance(now);
+    m.streams.clock_moved(i);
+  }
   Call call{out, m.options.clock->steady(), nullptr, m.last_hit_line};
-  Time t = m.clock.now();
-  if (m.has_absence) m.machine.complete_absences(m.stories, t, call);
-  m.streams.free_idle_rings(t);
-  m.book.release_time_passed(t, call);
-  m.book.expire(t, call);
+  m.settle(call);
+}
+
+void Correlator::tick(Time wall_now, std::vector<Incident>& out) {
+  Impl& m = *impl_;
+  for (std::uint32_t i = 0; i < m.streams.size(); ++i) {
+    m.streams[i].clock.tick(wall_now);
+    m.streams.clock_moved(i);
+  }
+  Call call{out, m.options.clock->steady(), nullptr, m.last_hit_line};
+  m.settle(call);
 }
 
 void Correlator::finish(std::vector<Incident>& out) {
-  Call call{out};
+  Impl& m = *impl_;
+  Call call{out, m.options.clock->steady(), nullptr, m.last_hit_line};
+  m.settle(call);
+  m.book.release_all(call);
+}
+
+void Correlator::release_held(std::vector<Incident>& out) {
+  Call call{out, impl_->options.clock->steady(), nullptr, impl_->last_hit_line};
   impl_->book.release_all(call);
 }
 
@@ -175,8 +235,12 @@ std::vector<Incident> Correlator::open_incidents() const {
   return out;
 }
 
-Time Correlator::now() const { return impl_->clock.now(); }
-Time Correlator::log_now() const { return impl_->clock.log_now(); }
+Time Correlator::now() const { return std::max(impl_->streams.latest(), impl_->advanced); }
+Time Correlator::log_now() const {
+  Time t{};
+  for (std::uint32_t i = 0; i < impl_->streams.size(); ++i) t = std::max(t, impl_->streams.at(i).clock.log_now());
+  return t;
+}
 const CorrelatorStats& Correlator::stats() const { return impl_->stats; }
 
 std::string Correlator::save_state() const { return encode_state(impl_->state()); }

@@ -28,6 +28,30 @@ StreamState& Streams::operator[](std::uint32_t index) {
   return streams_[index];
 }
 
+void Streams::set_identity(std::uint32_t index, StreamIdentity identity) {
+  StreamState& s = (*this)[index];
+  if (!s.id.name.empty() && s.id.name != identity.name) {
+    s.clock = EventClock{};  // the index stood for another stream
+    s.clock_line = 0;
+  }
+  s.id = std::move(identity);
+  s.described = true;
+  auto it = restored_.find(s.id.name);
+  if (it == restored_.end()) return;
+  s.clock.restore(it->second.now, it->second.log_now, it->second.log_time_seen);
+  restored_.erase(it);
+}
+
+void Streams::restore_clock(const std::string& name, Time now, Time log_now, bool log_time_seen) {
+  for (auto& st : streams_) {
+    if (st.described && st.id.name == name) {
+      st.clock.restore(now, log_now, log_time_seen);
+      return;
+    }
+  }
+  restored_[name] = RestoredClock{now, log_now, log_time_seen};
+}
+
 std::string Streams::name_of(std::uint32_t index) const {
   return index < streams_.size() ? streams_[index].id.name : std::string();
 }
@@ -46,7 +70,7 @@ std::string Streams::logical_of(std::uint32_t index) {
   return s.id.logical.empty() ? s.id.name : s.id.logical;
 }
 
-void Streams::keep_last_lines(const RecordBatch& batch, EventClock& clock) {
+void Streams::keep_last_lines(const RecordBatch& batch, const std::function<Time(const RecordMeta&)>& see) {
   std::vector<std::vector<std::size_t>> newest;  // per stream: record indexes, newest first
   for (std::size_t i = batch.size(); i-- > 0;) {
     const RecordMeta& m = batch.records()[i];  // stream and line only: time and level may be deferred
@@ -56,28 +80,67 @@ void Streams::keep_last_lines(const RecordBatch& batch, EventClock& clock) {
     if (v.size() < kRingLines) v.push_back(i);
   }
   for (std::size_t si = 0; si < newest.size(); ++si) {
+    if (newest[si].empty()) continue;
     auto& ring = (*this)[static_cast<std::uint32_t>(si)].ring;
     for (auto it = newest[si].rbegin(); it != newest[si].rend(); ++it) {
       const RecordMeta& m = batch[*it];
-      clock.see(m);
+      const Time t = see(m);
       std::string_view text = batch.text(*it);
-      ring.push_back(ContextLine{m.line, m.offset, m.time, std::string(text.substr(0, kContextText))});
-      ring_due_ = std::min(ring_due_, ring.back().time + kRingIdle);
+      ring.push_back(ContextLine{m.line, m.offset, t, std::string(text.substr(0, kContextText))});
+      ring_due_ = std::min(ring_due_, t + kRingIdle);
     }
     while (ring.size() > kRingLines) ring.pop_front();
+    clock_moved(static_cast<std::uint32_t>(si));
   }
 }
 
-void Streams::free_idle_rings(Time now) {
-  if (now <= ring_due_) return;  // no ring can be idle yet: the sweep would touch every stream for nothing
+void Streams::free_idle_rings() {
+  // No ring can be idle before ring_due_ on any clock: the sweep would touch every stream for nothing.
+  if (latest() <= ring_due_) return;
   ring_due_ = Time::max();
   for (auto& st : streams_) {
     if (st.ring.empty()) continue;
-    if (st.ring.back().time + kRingIdle < now)
+    if (st.ring.back().time + kRingIdle < st.clock.now())
       std::deque<ContextLine>().swap(st.ring);
     else
       ring_due_ = std::min(ring_due_, st.ring.back().time + kRingIdle);
   }
+}
+
+std::string Streams::node_name(std::uint32_t index) {
+  std::string node((*this)[index].id.label(LabelKey::node));
+  return node.empty() ? std::string("local") : node;
+}
+
+Time Streams::node_now_of(std::uint32_t index) {
+  const StreamState& s = (*this)[index];
+  std::string_view node = s.id.label(LabelKey::node);
+  auto it = node_clocks_.find(node.empty() ? std::string_view("local") : node);
+  return it == node_clocks_.end() ? s.clock.now() : std::max(it->second, s.clock.now());
+}
+
+void Streams::clock_moved(std::uint32_t index) {
+  const StreamState& s = (*this)[index];
+  if (!s.clock.known()) return;
+  std::string_view node = s.id.label(LabelKey::node);
+  if (node.empty()) node = "local";
+  auto it = node_clocks_.find(node);
+  if (it == node_clocks_.end())
+    node_clocks_.emplace(std::string(node), s.clock.now());
+  else
+    it->second = std::max(it->second, s.clock.now());
+}
+
+Time Streams::latest_of_all() const {
+  Time t = latest();
+  for (const auto& [node, now] : node_clocks_) t = std::max(t, now);
+  return t;
+}
+
+Time Streams::latest() const {
+  Time t{};
+  for (const auto& st : streams_) t = std::max(t, st.clock.now());
+  return t;
 }
 
 void collect_context(Streams& streams, const RecordBatch& batch, std::uint32_t rec, std::size_t want,

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,13 +32,23 @@ struct StreamState {
   std::uint64_t generation = 0;  // grows with every new instance
   std::deque<ContextLine> ring;  // last lines before the current batch
   std::uint64_t last_line = 0;
+  EventClock clock;              // the stream's own time
+  std::uint64_t clock_line = 0;  // the last line that moved it (lines are looked at for their time once, in order)
+  bool described = false;        // set_identity() named it (not only a restored checkpoint)
 };
 
 // The streams by index (records carry the index). Asking for an index not seen yet adds it.
 class Streams {
  public:
   StreamState& operator[](std::uint32_t index);
+  const StreamState& at(std::uint32_t index) const { return streams_.at(index); }
   std::size_t size() const { return streams_.size(); }
+  // Describes stream `index`; a clock restored for its name (from a checkpoint) becomes its clock. An index that
+  // a checkpoint named otherwise does not keep that stream's clock.
+  void set_identity(std::uint32_t index, StreamIdentity identity);
+  // A checkpoint's clock of the stream named `name`: given to it now if it is described, else when set_identity
+  // names it.
+  void restore_clock(const std::string& name, Time now, Time log_now, bool log_time_seen);
   // The stream's name, empty when the index was never seen.
   std::string name_of(std::uint32_t index) const;
   // The first stream of that name, added when there is none (a restored checkpoint names its streams).
@@ -44,14 +56,40 @@ class Streams {
   // The stream's logical identity (its name when it has none): what stories are keyed by.
   std::string logical_of(std::uint32_t index);
 
-  // Keeps each stream's last lines of `batch` for context in later batches; they move the clock too.
-  void keep_last_lines(const RecordBatch& batch, EventClock& clock);
-  // Frees the rings of streams idle for a while (a node that sees thousands of short-lived pods).
-  void free_idle_rings(Time now);
+  // Keeps each stream's last lines of `batch` for context in later batches. `see` gives each the time it is taken
+  // at (and moves its stream's clock).
+  void keep_last_lines(const RecordBatch& batch, const std::function<Time(const RecordMeta&)>& see);
+  // Frees the rings of streams idle for a while on their own clocks (a node that sees thousands of short-lived pods).
+  void free_idle_rings();
+
+  // ---- clocks ----
+  Time now_of(std::uint32_t index) { return (*this)[index].clock.now(); }
+  // The clock a story or incident last seen on stream `index` runs on: its node's for a rule keyed by node only.
+  Time now_for(bool node_keyed, std::uint32_t index) { return node_keyed ? node_now_of(index) : now_of(index); }
+  // The clock of the stream's node: the latest time any of the node's streams' (bounded) clocks reached. Node-keyed
+  // rules run on it.
+  Time node_now_of(std::uint32_t index);
+  // Call after the stream's clock moved: its node's clock follows.
+  void clock_moved(std::uint32_t index);
+  // The latest of the streams' clocks.
+  Time latest() const;
+  // The latest of every clock, the nodes' included (a node's stays ahead of a stream whose time went back).
+  Time latest_of_all() const;
+  // Node clocks by node name (checkpoints).
+  const std::map<std::string, Time, std::less<>>& node_clocks() const { return node_clocks_; }
+  void restore_node(const std::string& node, Time now) { node_clocks_[node] = now; }
+  // The name a stream's node is known by ("local" when it has no node label), as node-keyed stories are.
+  std::string node_name(std::uint32_t index);
 
  private:
   std::vector<StreamState> streams_;
   Time ring_due_ = Time::max();  // no ring goes idle before this (a lower bound): the sweep is skipped till then
+  std::map<std::string, Time, std::less<>> node_clocks_;  // node → the latest time of its streams' clocks
+  struct RestoredClock {
+    Time now{}, log_now{};
+    bool log_time_seen = false;
+  };
+  std::map<std::string, RestoredClock> restored_;  // by stream name, for streams not described yet
 };
 
 // The one way an EvidenceLine is made: from anything with a line, offset and time (a record, a ring line, a hit),

@@ -95,6 +95,11 @@ void IncidentBook::raise(Story& s, Severity severity, bool completion, Time at, 
 // Hold for missing optional evidence (tolerance) or for a root cause printed later (cascade).
 void IncidentBook::hold_if_needed(OpenIncident& oi, const Story& s, Time at, const Call& call) {
   const Rule& r = rules_[s.rule];
+  const bool steady = wall_bound_ && call.read_at != std::chrono::steady_clock::time_point{};
+  const auto steady_after = [&](Duration d) {
+    auto until = call.read_at + std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
+    oi.hold.until_steady = oi.hold.until_steady ? std::max(*oi.hold.until_steady, until) : until;
+  };
   bool tolerant = r.tolerance.lines > 0 || r.tolerance.time.count() > 0;
   if (tolerant && missing_optional(s, r)) {
     oi.hold.held = true;
@@ -102,6 +107,7 @@ void IncidentBook::hold_if_needed(OpenIncident& oi, const Story& s, Time at, con
     oi.hold.until_line = r.tolerance.lines > 0 ? call.line + r.tolerance.lines
                                                : std::numeric_limits<std::uint64_t>::max();
     oi.hold.stream = s.stream;
+    if (steady && r.tolerance.time.count() > 0) steady_after(r.tolerance.time);
     if (trace_) trace_("  " + r.id + ": holding for late evidence");
   }
   if (r.cascade.enabled) {
@@ -110,7 +116,19 @@ void IncidentBook::hold_if_needed(OpenIncident& oi, const Story& s, Time at, con
     oi.hold.until_time = std::max(oi.hold.until_time, at + r.cascade.hold);
     oi.hold.until_line = std::numeric_limits<std::uint64_t>::max();
     oi.hold.stream = s.stream;
+    if (steady) steady_after(r.cascade.hold);
   }
+}
+
+bool IncidentBook::hold_passed(const OpenIncident& oi, Time now, const Call& call) const {
+  if (now > oi.hold.until_time) return true;
+  return oi.hold.until_steady && call.read_at != std::chrono::steady_clock::time_point{} &&
+         call.read_at > *oi.hold.until_steady;
+}
+
+bool IncidentBook::on_clock_of(const OpenIncident& oi, std::uint32_t stream) {
+  if (oi.stream == stream) return true;
+  return node_keyed(rules_[oi.rule]) && streams_.node_name(oi.stream) == streams_.node_name(stream);
 }
 
 void IncidentBook::late_evidence(const Story& s, const EvidenceLine& line, Call& call) {
@@ -160,9 +178,14 @@ void IncidentBook::settle_before(std::uint32_t stream, std::uint64_t line, Time 
     if (oi.hold.held && !oi.hold.cascade && oi.hold.stream == stream && line > oi.hold.until_line) {
       release(oi, "tolerance lines passed", call);
     }
-    if (oi.hold.held && t > oi.hold.until_time) release(oi, "tolerance time passed", call);
+    // Incidents on other clocks are not looked at by their time here (it depends on how the input was batched),
+    // only by the steady clock.
+    if (oi.hold.held && hold_passed(oi, on_clock_of(oi, stream) ? t : Time::min(), call)) {
+      release(oi, "hold time passed", call);
+    }
   }
-  expire(t, call);
+  expire_by(
+      t, [&](OpenIncident& oi) { return on_clock_of(oi, stream) ? std::optional<Time>(t) : std::nullopt; }, call);
 }
 
 void IncidentBook::release_lines_passed(Call& call) {
@@ -174,22 +197,35 @@ void IncidentBook::release_lines_passed(Call& call) {
   }
 }
 
-void IncidentBook::release_time_passed(Time now, Call& call) {
+void IncidentBook::release_time_passed(Call& call) {
   for (auto it = open_.begin(); held_ > 0 && it != open_.end(); ++it) {
-    if (it->second.hold.held && now > it->second.hold.until_time) release(it->second, "hold time passed", call);
+    if (it->second.hold.held && hold_passed(it->second, now_of(it->second), call))
+      release(it->second, "hold time passed", call);
   }
 }
 
-void IncidentBook::expire(Time t, Call& call) {
-  while (!expiry_.empty() && expiry_.begin()->first <= t) {
-    StoryKey key = std::move(expiry_.begin()->second);
-    expiry_.erase(expiry_.begin());
-    auto it = open_.find(key);
-    if (it == open_.end()) continue;
+void IncidentBook::expire(Call& call) {
+  expire_by(streams_.latest_of_all(), [&](OpenIncident& oi) { return std::optional<Time>(now_of(oi)); }, call);
+}
+
+template <class ClockOf>
+void IncidentBook::expire_by(Time bound, ClockOf&& clock_of, Call& call) {
+  for (auto e = expiry_.begin(); e != expiry_.end() && e->first <= bound;) {
+    auto it = open_.find(e->second);
+    if (it == open_.end()) {
+      e = expiry_.erase(e);
+      continue;
+    }
     OpenIncident& oi = it->second;
+    const std::optional<Time> now = clock_of(oi);
+    if (!now || e->first > *now) {  // not due on its own clock yet
+      ++e;
+      continue;
+    }
+    e = expiry_.erase(e);
     if (oi.incident.status == IncidentStatus::firing) {
       Time due = oi.incident.last_seen + rules_[oi.rule].lifetime.quiet;
-      if (due > t) continue;  // it was seen again; a later entry stands for it
+      if (due > *now) continue;  // it was seen again; a later entry stands for it
       resolve(oi, due, "quiet", call);
     }
     if (oi.hold.held && held_ > 0) --held_;
@@ -204,6 +240,14 @@ void IncidentBook::release_all(Call& call) {
 void IncidentBook::mark_boundary(std::uint32_t stream) {
   for (auto& [k, oi] : open_) {
     if (oi.stream == stream) oi.boundary = true;
+  }
+}
+
+void IncidentBook::time_went_back(std::uint32_t stream, Call& call) {
+  for (auto& [k, oi] : open_) {
+    if (oi.stream != stream) continue;
+    oi.boundary = true;
+    release(oi, "time went back", call);
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,10 @@ namespace faultline::correlate {
 // Why and until when an incident is kept back instead of emitted.
 struct Held {
   bool held = false;
-  Time until_time{};
+  Time until_time{};  // on the clock of the incident's stream (its node's, for a node-keyed rule)
+  // Live sources: on the steady clock too, so that a stream whose clock stands still (or lags hours behind) never
+  // keeps a hold longer than its duration. Unset: event time only (replay).
+  std::optional<std::chrono::steady_clock::time_point> until_steady;
   std::uint64_t until_line = 0;
   std::uint32_t stream = 0;
   bool cascade = false;  // held for a root cause, not for late evidence
@@ -41,9 +45,11 @@ class IncidentBook {
  public:
   using Map = std::map<StoryKey, OpenIncident, StoryKeyOrder>;  // ordered: deterministic release
 
+  // `wall_bound`: holds also end when their duration passed on the steady clock (live sources).
   IncidentBook(const ActiveRules& rules, Streams& streams, Attribution& attribution, const Trace& trace,
-               CorrelatorStats& stats)
-      : rules_(rules), streams_(streams), attribution_(attribution), trace_(trace), stats_(stats) {}
+               CorrelatorStats& stats, bool wall_bound)
+      : rules_(rules), streams_(streams), attribution_(attribution), trace_(trace), stats_(stats),
+        wall_bound_(wall_bound) {}
 
   // Raises or revises the open incident of story `s` at `severity`; `completion` counts a full fingerprint.
   void raise(Story& s, Severity severity, bool completion, Time at, Call& call);
@@ -51,18 +57,22 @@ class IncidentBook {
   void late_evidence(const Story& s, const EvidenceLine& line, Call& call);
   void resolve(OpenIncident& oi, Time at, const char* why, Call& call);
 
-  // Releases held incidents whose line or time deadline a hit at (stream, line, t) passes; resolves quiet ones.
+  // Releases held incidents whose line or time deadline a hit at (stream, line, t) passes, and resolves quiet ones,
+  // among those that run on that stream's clock (or its node's).
   void settle_before(std::uint32_t stream, std::uint64_t line, Time t, Call& call);
   // Releases held incidents whose line tolerance their stream's last line has passed.
   void release_lines_passed(Call& call);
-  // Releases held incidents whose hold `now` has passed.
-  void release_time_passed(Time now, Call& call);
-  // Resolves incidents quiet since before `t` and forgets them.
-  void expire(Time t, Call& call);
+  // Releases held incidents whose hold has passed on their own clock (or on the steady clock, for live sources).
+  void release_time_passed(Call& call);
+  // Resolves incidents quiet on their own clocks and forgets them.
+  void expire(Call& call);
   // End of input: nothing more can arrive to change a held incident.
   void release_all(Call& call);
   // A new instance of `stream`: the next completion there is a repeat, not the same occurrence printed again.
   void mark_boundary(std::uint32_t stream);
+  // The time of `stream` went back (a new epoch): its holds end (their deadlines were in the old epoch's time) and
+  // the next completion there is a repeat.
+  void time_went_back(std::uint32_t stream, Call& call);
 
   OpenIncident* find(StoryKeyView key);
   // A restored incident.
@@ -79,12 +89,20 @@ class IncidentBook {
   void schedule(const StoryKey& key, const OpenIncident& oi);
   void attribute(OpenIncident& oi) { attribution_.attribute(oi.incident, oi.rule, oi.stream); }
   void hold_if_needed(OpenIncident& oi, const Story& s, Time at, const Call& call);
+  bool hold_passed(const OpenIncident& oi, Time now, const Call& call) const;
+  // Whether `oi` runs on the clock a hit on `stream` moves (the same stream, or its node for node-keyed rules).
+  bool on_clock_of(const OpenIncident& oi, std::uint32_t stream);
+  Time now_of(const OpenIncident& oi) { return streams_.now_for(node_keyed(rules_[oi.rule]), oi.stream); }
+  // Resolves the incidents that `clock_of` says are quiet (nullopt: not looked at now), and forgets them.
+  template <class ClockOf>
+  void expire_by(Time bound, ClockOf&& clock_of, Call& call);
 
   const ActiveRules& rules_;
   Streams& streams_;
   Attribution& attribution_;
   const Trace& trace_;
   CorrelatorStats& stats_;
+  bool wall_bound_ = false;
   Map open_;
   std::multimap<Time, StoryKey> expiry_;  // when an open incident may go quiet → its key
   std::size_t held_ = 0;                  // open incidents currently held

@@ -29,6 +29,10 @@ class ActiveRules {
   std::shared_ptr<const CompiledRules> rules_;
 };
 
+// A rule keyed by node and not by stream: its stories and incidents span the node's streams and run on the node's
+// clock.
+inline bool node_keyed(const Rule& r) { return r.key.node && !r.key.stream; }
+
 // `scan --explain`: a line of text for every state change. Test `if (trace)` before building an expensive line.
 class Trace {
  public:

@@ -1,6 +1,10 @@
-// Checkpoint state as JSON (version 1). The format is a contract with checkpoints already on disk: add fields, do not
-// change the meaning of those there.
+// Checkpoint state as JSON (version 2: one clock per stream and per node; version 1 had one clock for all, and is
+// still read). The format is a contract with checkpoints already on disk: add fields, do not change the meaning of
+// those there.
 #include "state_codec.hpp"
+
+#include <limits>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -9,7 +13,35 @@ namespace faultline::correlate {
 namespace {
 
 using nlohmann::json;
-constexpr int kStateVersion = 1;
+constexpr int kStateVersion = 2;
+
+// A numeric field that must be an integer in T's range (1e300 or -1 where a count belongs is an error, not UB).
+template <class T>
+T integer(const json& j, const char* what) {
+  if (!j.is_number_integer()) throw std::runtime_error(std::string(what) + " is not an integer");
+  if (j.is_number_unsigned()) {
+    const auto v = j.get<std::uint64_t>();
+    if (v > static_cast<std::uint64_t>(std::numeric_limits<T>::max()))
+      throw std::runtime_error(std::string(what) + " is out of range");
+    return static_cast<T>(v);
+  }
+  const auto v = j.get<std::int64_t>();
+  if constexpr (std::is_unsigned_v<T>) {
+    if (v < 0) throw std::runtime_error(std::string(what) + " is out of range");
+    if (static_cast<std::uint64_t>(v) > std::numeric_limits<T>::max())
+      throw std::runtime_error(std::string(what) + " is out of range");
+  } else {
+    if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max())
+      throw std::runtime_error(std::string(what) + " is out of range");
+  }
+  return static_cast<T>(v);
+}
+
+template <class T>
+T integer_or(const json& obj, const char* key, T fallback) {
+  auto it = obj.find(key);
+  return it == obj.end() ? fallback : integer<T>(*it, key);
+}
 
 std::int64_t ticks(Time t) { return t.time_since_epoch().count(); }
 Time time_of(std::int64_t ticks) { return Time(Duration(ticks)); }
@@ -28,9 +60,9 @@ std::vector<EvidenceLine> evidence_from(const json& a) {
   for (const auto& j : a) {
     EvidenceLine e;
     e.stream = j.at("s").get<std::string>();
-    e.line = j.at("l").get<std::uint64_t>();
-    e.offset = j.at("o").get<std::uint64_t>();
-    e.time = time_of(j.at("t").get<std::int64_t>());
+    e.line = integer<std::uint64_t>(j.at("l"), "l");
+    e.offset = integer<std::uint64_t>(j.at("o"), "o");
+    e.time = time_of(integer<std::int64_t>(j.at("t"), "t"));
     e.event = j.at("e").get<std::string>();
     e.text = j.at("x").get<std::string>();
     e.truncated = j.value("tr", false);
@@ -84,23 +116,27 @@ void restore_story(const json& sj, const StateParts& parts) {
   auto rule_index = static_cast<std::uint32_t>(r - set.rules.data());
   std::uint32_t stream = parts.streams.find_or_add(sj.value("stream_name", ""));
   Story s = make_story(*r, rule_index, sj.at("key").get<std::string>(), stream, parts.streams[stream].generation);
-  s.cursor = sj.at("cursor").get<std::size_t>();
+  s.cursor = integer<std::size_t>(sj.at("cursor"), "cursor");
   const auto& steps = sj.at("steps");
   for (std::size_t i = 0; i < s.steps.size() && i < steps.size(); ++i) {
-    s.steps[i].hits = steps[i].at("hits").get<std::uint32_t>();
-    for (const auto& t : steps[i].at("times")) s.steps[i].times.push_back(time_of(t.get<std::int64_t>()));
+    s.steps[i].hits = integer<std::uint32_t>(steps[i].at("hits"), "hits");
+    for (const auto& t : steps[i].at("times")) s.steps[i].times.push_back(time_of(integer<std::int64_t>(t, "times")));
     s.steps[i].lines = evidence_from(steps[i].at("lines"));
   }
-  s.progress_time = time_of(sj.at("progress").get<std::int64_t>());
-  s.seen_events = EventSet::from(sj.at("seen").get<std::uint64_t>(),
-                                 sj.value("seen_more", std::vector<std::size_t>{}));
+  s.progress_time = time_of(integer<std::int64_t>(sj.at("progress"), "progress"));
+  std::vector<std::size_t> more;
+  if (auto it = sj.find("seen_more"); it != sj.end()) {
+    for (const auto& e : *it) more.push_back(integer<std::uint32_t>(e, "seen_more"));
+  }
+  s.seen_events = EventSet::from(integer<std::uint64_t>(sj.at("seen"), "seen"), more);
   s.fields = fields_from(sj.at("fields"));
   s.context = evidence_from(sj.at("context"));
   s.first_decisive = sj.at("first").get<std::string>();
-  s.first_decisive_time = time_of(sj.value("first_t", std::int64_t{0}));
-  int raised = sj.at("raised").get<int>();
+  s.first_decisive_time = time_of(integer_or<std::int64_t>(sj, "first_t", 0));
+  int raised = integer<int>(sj.at("raised"), "raised");
+  if (raised > static_cast<int>(Severity::critical)) throw std::runtime_error("raised is not a severity");
   if (raised >= 0) s.raised = static_cast<Severity>(raised);
-  s.last_activity = time_of(sj.at("activity").get<std::int64_t>());
+  s.last_activity = time_of(integer<std::int64_t>(sj.at("activity"), "activity"));
   s.started = true;
   parts.stories.put(std::move(s));
 }
@@ -117,7 +153,7 @@ void restore_open(const json& oj, const StateParts& parts) {
   oi.rule = rule_index;
   oi.emitted = oj.value("emitted", true);
   oi.hold.held = oj.value("held", false);
-  oi.hold.until_time = time_of(oj.value("until", std::int64_t{0}));
+  oi.hold.until_time = time_of(integer_or<std::int64_t>(oj, "until", 0));
   oi.stream = parts.streams.find_or_add(oj.value("stream_name", ""));
   oi.hold.stream = oi.stream;
   parts.book.put(StoryKey{rule_index, oj.at("key").get<std::string>()}, std::move(oi));
@@ -128,7 +164,18 @@ void restore_open(const json& oj, const StateParts& parts) {
 std::string encode_state(const StateParts& parts) {
   json j;
   j["version"] = kStateVersion;
-  j["now"] = ticks(parts.clock.now());
+  j["now"] = ticks(parts.streams.latest());  // the one clock of version 1
+  json clocks = json::array();
+  for (std::uint32_t i = 0; i < parts.streams.size(); ++i) {
+    const StreamState& st = parts.streams.at(i);
+    if (!st.clock.known() || st.id.name.empty()) continue;
+    clocks.push_back({{"s", st.id.name}, {"now", ticks(st.clock.now())}, {"log", ticks(st.clock.log_now())},
+                      {"lt", st.clock.log_time_seen()}});
+  }
+  j["clocks"] = std::move(clocks);
+  json nodes = json::array();
+  for (const auto& [node, now] : parts.streams.node_clocks()) nodes.push_back({sanitize_utf8(node), ticks(now)});
+  j["nodes"] = std::move(nodes);
   json stories = json::array();
   for (const auto& [k, s] : parts.stories.all()) {
     if (s.started) stories.push_back(story_json(s, parts.rules[s.rule], parts.streams));
@@ -150,16 +197,40 @@ std::string encode_state(const StateParts& parts) {
 Result<void> decode_state(std::string_view text, const StateParts& parts) {
   try {
     json j = json::parse(text);
-    if (j.at("version").get<int>() > kStateVersion) {
-      return Error{"state version " + std::to_string(j.at("version").get<int>()) + " is newer than this build"};
+    const int version = integer<int>(j.at("version"), "version");
+    if (version > kStateVersion) {
+      return Error{"state version " + std::to_string(version) + " is newer than this build"};
     }
-    parts.clock.restore(time_of(j.value("now", std::int64_t{0})));
     for (const auto& sj : j.value("stories", json::array())) restore_story(sj, parts);
     for (const auto& oj : j.value("open", json::array())) restore_open(oj, parts);
+    // A clock beyond the bound the lines themselves are held to is not taken back (a version 1 state may hold the
+    // time of one far-future line).
+    const Time limit = parts.wall_now + kFutureBound;
+    if (version >= 2) {
+      for (const auto& c : j.value("clocks", json::array())) {
+        const Time now = time_of(integer<std::int64_t>(c.at("now"), "now"));
+        const Time log_now = time_of(integer<std::int64_t>(c.at("log"), "log"));
+        if (now > limit || log_now > limit) continue;
+        parts.streams.restore_clock(c.at("s").get<std::string>(), now, log_now, c.value("lt", true));
+      }
+      for (const auto& n : j.value("nodes", json::array())) {
+        const Time now = time_of(integer<std::int64_t>(n.at(1), "nodes"));
+        if (now <= limit) parts.streams.restore_node(n.at(0).get<std::string>(), now);
+      }
+    } else if (auto it = j.find("now"); it != j.end()) {
+      // Version 1: one clock for all; each stream the state names starts from it.
+      const Time now = time_of(integer<std::int64_t>(*it, "now"));
+      if (now <= limit) {
+        for (std::uint32_t i = 0; i < parts.streams.size(); ++i) {
+          const std::string name = parts.streams.name_of(i);
+          if (!name.empty() && !parts.streams.at(i).clock.known()) parts.streams.restore_clock(name, now, now, true);
+        }
+      }
+    }
     parts.book.rebuild_index();
     return {};
-  } catch (const std::exception& e) {  // nlohmann-json: malformed text or a missing field
-    return Error{e.what()};
+  } catch (const std::exception& e) {  // nlohmann-json: malformed text or a missing field; a field of the wrong kind
+    return Error{std::string("correlator state: ") + e.what()};
   }
 }
 

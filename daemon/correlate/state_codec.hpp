@@ -1,4 +1,4 @@
-// state_codec: the correlator's in-flight state (the clock, started stories, open incidents) as versioned JSON, for
+// state_codec: the correlator's in-flight state (the streams' and nodes' clocks, started stories, open incidents) as versioned JSON, for
 // checkpoints. Stories of rules whose content changed are dropped on restore (they start over); open incidents come
 // back by rule id. Pipeline thread only.
 #pragma once
@@ -18,10 +18,10 @@ namespace faultline::correlate {
 // What a checkpoint holds, by reference to where it lives.
 struct StateParts {
   const ActiveRules& rules;
-  EventClock& clock;
   Streams& streams;
   StoryTable& stories;
   IncidentBook& book;
+  Time wall_now{};  // restored clocks are held to the same bound as the lines' times
 };
 
 std::string encode_state(const StateParts& parts);

@@ -256,11 +256,11 @@ void StoryMachine::complete_step(Story& s, Time at, Call& call) {
   }
 }
 
-void StoryMachine::complete_absences(StoryTable& table, Time now, Call& call) {
+void StoryMachine::complete_absences(StoryTable& table, Call& call) {
   auto due = [&](const Story& s) {
     const Rule& r = rules_[s.rule];
     return s.cursor < r.sequence.size() && r.sequence[s.cursor].absent_for &&
-           now - s.progress_time >= *r.sequence[s.cursor].absent_for;
+           streams_.now_for(node_keyed(r), s.stream) - s.progress_time >= *r.sequence[s.cursor].absent_for;
   };
   std::vector<std::pair<const StoryKey*, Story*>> ready;
   for (auto& [k, s] : table.all()) {

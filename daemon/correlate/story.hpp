@@ -142,8 +142,8 @@ class StoryMachine {
   void complete_step(Story& s, Time at, Call& call);
   // Back to the start (progress, evidence, fields and memory dropped).
   void reset(Story& s, const char* why);
-  // Absence steps whose wait `now` has passed complete, in key order.
-  void complete_absences(StoryTable& table, Time now, Call& call);
+  // Absence steps whose wait has passed on their story's clock (its stream's, or its node's) complete, in key order.
+  void complete_absences(StoryTable& table, Call& call);
   // "instance@offset:line" of a hit: the part of an incident id that tells occurrences apart.
   std::string position_of(const RecentHit& h);
 

@@ -60,6 +60,8 @@ void TotalsCollector::collect() {
     if (s.lag_bytes) m.lag_bytes.Set(static_cast<double>(*s.lag_bytes));
   }
   raise_to(metrics_.stories_dropped(), t.stories_dropped);
+  raise_to(metrics_.timestamps_rejected_future(), t.timestamps_rejected_future);
+  raise_to(metrics_.stream_clock_resets(), t.stream_clock_resets);
   raise_to(metrics_.file_reopens(), t.file_reopens);
   metrics_.files_waiting().Set(static_cast<double>(t.files_waiting));
 }

@@ -136,12 +136,25 @@ Metrics::Metrics(std::string_view version) : registry_(std::make_shared<promethe
                                 .Help("1 while the last checkpoint, journal and spool writes succeeded, else 0.")
                                 .Register(r);
 
+  timestamps_rejected_total_ = &BuildCounter()
+                                  .Name("faultline_timestamps_rejected_total")
+                                  .Help("Log lines whose own time was not taken (the line kept its stream's time), "
+                                        "by reason: future = more than a day ahead of the wall clock.")
+                                  .Register(r);
+  stream_clock_resets_total_ = &BuildCounter()
+                                   .Name("faultline_stream_clock_resets_total")
+                                   .Help("Log lines dated more than an hour before their stream's clock: the stream's "
+                                         "clock went back there and a new epoch of the stream began.")
+                                   .Register(r);
+
   lines_shed_ = &lines_shed_total_->Add({});
   state_write_failures_[0] = &state_write_failures_total_->Add({{"what", "checkpoint"}});
   state_write_failures_[1] = &state_write_failures_total_->Add({{"what", "journal"}});
   state_write_failures_[2] = &state_write_failures_total_->Add({{"what", "spool"}});
   state_writable_ = &state_writable_family_->Add({});
   state_writable_->Set(1);
+  timestamps_rejected_future_ = &timestamps_rejected_total_->Add({{"reason", "future"}});
+  stream_clock_resets_ = &stream_clock_resets_total_->Add({});
   files_waiting_ = &files_waiting_family_->Add({});
   file_reopens_ = &file_reopens_total_->Add({});
   incident_latency_ = &incident_latency_seconds_->Add(

@@ -19,8 +19,6 @@ struct Pipeline::Impl {
   RecordBatch batch;
   std::vector<Hit> hits;
   std::vector<Incident> incidents;
-  Time anchor_log{};   // the lines' latest time at the last tick that saw it move
-  Time anchor_wall{};  // and the wall time then
 
   Impl(std::shared_ptr<const CompiledRules> r, IncidentHandler h, PipelineOptions o)
       : rules(r), scanner(r), correlator(r, o.correlator), on_incident(std::move(h)), options(o) {}
@@ -107,20 +105,20 @@ void Pipeline::advance(Time now) {
 
 void Pipeline::tick(Time wall_now) {
   impl_->drain();
-  Time log_now = impl_->correlator.log_now();
-  if (log_now != impl_->anchor_log || impl_->anchor_wall == Time{}) {
-    impl_->anchor_log = log_now;
-    impl_->anchor_wall = wall_now;
-  }
-  Duration silence = wall_now > impl_->anchor_wall ? wall_now - impl_->anchor_wall : Duration{0};
-  advance(log_now + silence);
+  impl_->correlator.tick(wall_now, impl_->incidents);
+  impl_->deliver();
 }
 
 void Pipeline::finish(Time read_time) {
   for (auto& d : impl_->decoders) d.flush(read_time, impl_->batch);
   impl_->drain();
-  impl_->correlator.advance(impl_->correlator.now(), impl_->incidents);
   impl_->correlator.finish(impl_->incidents);
+  impl_->deliver();
+}
+
+void Pipeline::release_held() {
+  impl_->drain();
+  impl_->correlator.release_held(impl_->incidents);
   impl_->deliver();
 }
 

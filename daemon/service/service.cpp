@@ -148,7 +148,10 @@ struct Service::Impl {
   }
 
   Result<void> build_pipeline() {
-    pipeline = std::make_unique<Pipeline>(rules, [this](const Incident& inc) { emit(inc); }, config.pipeline);
+    PipelineOptions options = config.pipeline;
+    // Live: the steady clock bounds the holds too (a stream whose time lags never keeps one back).
+    options.correlator.holds_bounded_by_wall = true;
+    pipeline = std::make_unique<Pipeline>(rules, [this](const Incident& inc) { emit(inc); }, options);
     if (checkpoint && !checkpoint->correlator_state.empty()) {
       if (auto loaded = pipeline->load_state(checkpoint->correlator_state); !loaded)
         spdlog::error("cannot restore the correlation state: {}", loaded.error().message);
@@ -372,10 +375,12 @@ void Service::stop(Duration grace) {
   auto& d = *impl_;
   if (!d.started || d.stopped) return;
   d.stopped = true;
-  // Stop reading, finish what is in flight, checkpoint, let the sinks flush for a bounded time.
+  // Stop reading, finish what is in flight, release what is held, checkpoint, let the sinks flush for a bounded time.
   d.tailer->stop();
   d.pipeline->drain();
   d.pipeline->tick(d.clock.now());
+  // Held incidents go out now: a hold waits a few seconds for late evidence or a root cause, never past the process.
+  d.pipeline->release_held();
   d.commit();
   d.checkpointer->write(Checkpointer::Why::shutdown);
   d.publish_totals();

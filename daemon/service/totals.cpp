@@ -52,6 +52,8 @@ PipelineTotals gather_totals(const StreamAdapter& adapter, const Tailer& tailer,
   if (lag)
     for (const auto& [source, bytes] : tailer.lag_by_source()) totals_of(out.sources, source).lag_bytes = bytes;
   out.stories_dropped = pipeline.correlator_stats().stories_dropped;
+  out.timestamps_rejected_future = pipeline.correlator_stats().times_rejected_future;
+  out.stream_clock_resets = pipeline.correlator_stats().times_went_back;
   out.files_waiting = tailer.stats().files_waiting;
   out.file_reopens = tailer.stats().file_reopens;
   return out;

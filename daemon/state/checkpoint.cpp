@@ -2,6 +2,8 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <limits>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 
 #include "faultline/checkpoint.hpp"
@@ -12,6 +14,17 @@ namespace faultline {
 namespace {
 
 constexpr const char* kCheckpointFile = "checkpoint.json";
+
+// An unsigned integer field: anything else (1e300, -1, "7") is an error, never converted (a float out of range
+// would be undefined behaviour).
+template <class T>
+T unsigned_field(const nlohmann::json& j, const char* what) {
+  if (!j.is_number_integer() || (!j.is_number_unsigned() && j.get<std::int64_t>() < 0) ||
+      j.get<std::uint64_t>() > std::numeric_limits<T>::max()) {
+    throw std::runtime_error(std::string(what) + " is not an integer in range: " + j.dump());
+  }
+  return static_cast<T>(j.get<std::uint64_t>());
+}
 
 }  // namespace
 
@@ -41,31 +54,34 @@ std::string checkpoint_to_json(const Checkpoint& checkpoint) {
 Result<Checkpoint> checkpoint_from_json(std::string_view text) {
   try {
     auto j = nlohmann::json::parse(text);
-    int version = j.at("version").get<int>();
-    if (version != Checkpoint::kVersion) {
-      return Error{"unsupported checkpoint version " + std::to_string(version)};
+    const auto& v = j.at("version");
+    // An integer, compared as one: a value such as 1e300 is not converted (that would be undefined behaviour).
+    if (!v.is_number_integer()) return Error{"checkpoint version is not an integer: " + v.dump()};
+    if (v.is_number_unsigned() ? v.get<std::uint64_t>() != static_cast<std::uint64_t>(Checkpoint::kVersion)
+                               : v.get<std::int64_t>() != Checkpoint::kVersion) {
+      return Error{"unsupported checkpoint version " + v.dump()};
     }
     Checkpoint c;
     if (auto t = parse_rfc3339(j.value("written", std::string()))) c.written = *t;
     for (const auto& f : j.at("files")) {
       FilePosition p;
       p.path = f.at("path").get<std::string>();
-      p.dev = f.at("dev").get<std::uint64_t>();
-      p.inode = f.at("inode").get<std::uint64_t>();
-      p.fingerprint.hash = f.at("fingerprint").get<std::uint64_t>();
-      p.fingerprint.bytes = f.at("fingerprint_bytes").get<std::uint32_t>();
-      p.offset = f.at("offset").get<std::uint64_t>();
-      p.line = f.at("line").get<std::uint64_t>();
-      p.size = f.value("size", std::uint64_t{0});
+      p.dev = unsigned_field<std::uint64_t>(f.at("dev"), "dev");
+      p.inode = unsigned_field<std::uint64_t>(f.at("inode"), "inode");
+      p.fingerprint.hash = unsigned_field<std::uint64_t>(f.at("fingerprint"), "fingerprint");
+      p.fingerprint.bytes = unsigned_field<std::uint32_t>(f.at("fingerprint_bytes"), "fingerprint_bytes");
+      p.offset = unsigned_field<std::uint64_t>(f.at("offset"), "offset");
+      p.line = unsigned_field<std::uint64_t>(f.at("line"), "line");
+      p.size = f.contains("size") ? unsigned_field<std::uint64_t>(f.at("size"), "size") : 0;
       p.finished = f.value("finished", false);
       c.positions.files.push_back(std::move(p));
     }
     if (j.contains("kmsg")) {
       const auto& k = j["kmsg"];
       c.positions.kmsg.boot_id = k.at("boot_id").get<std::string>();
-      c.positions.kmsg.seq = k.at("seq").get<std::uint64_t>();
-      c.positions.kmsg.offset = k.at("offset").get<std::uint64_t>();
-      c.positions.kmsg.line = k.at("line").get<std::uint64_t>();
+      c.positions.kmsg.seq = unsigned_field<std::uint64_t>(k.at("seq"), "seq");
+      c.positions.kmsg.offset = unsigned_field<std::uint64_t>(k.at("offset"), "offset");
+      c.positions.kmsg.line = unsigned_field<std::uint64_t>(k.at("line"), "line");
       c.positions.kmsg.valid = true;
     }
     c.correlator_state = j.value("correlator", std::string());

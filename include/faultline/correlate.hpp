@@ -11,7 +11,11 @@
 //                  warning); raising again revises the same open incident (escalation, repeat) instead of a new one.
 //   held           a raised incident not emitted yet: waiting for optional evidence that may arrive a little out of
 //                  order (the rule's tolerance) or for a root cause printed after it (cascade); released by line
-//                  count, event time or end of input.
+//                  count, its stream's event time (live sources: or wall time), end of input or the daemon stopping.
+//   event clock    each stream's own "now", moved by its lines within bounds (event_clock.hpp); a node-keyed
+//                  rule's is the latest of its node's streams' clocks.
+//   epoch          a stream's time went back far (a restart replaying its log, a clock corrected): its clock goes
+//                  back too, and what follows is a new stretch of the stream (stories start over, repeats count).
 //   boundary       a reset or a new instance of the stream since an incident's last completion: the next completion
 //                  is a repeat, not the same failure printed again.
 //   decisive line  a hit that counted for a required step (or an optional step with a severity); the first one
@@ -40,14 +44,21 @@ namespace faultline {
 
 struct CorrelatorOptions {
   std::size_t max_stories = 100000;  // live state machines; the oldest idle one is dropped beyond this (counted)
-  // Stamps Incident::read_at (the incident latency metric starts there). Must outlive the correlator.
+  // Stamps Incident::read_at (the incident latency metric starts there); its wall time bounds the times lines may
+  // give their stream's clock (see event_clock.hpp). Must outlive the correlator.
   const Clock* clock = &SystemClock::instance();
+  // Live sources: a hold (tolerance, cascade) also ends once its duration has passed on the clock's steady time, so
+  // a stream whose time stands still or lags never keeps an incident back longer than that. Off for replays, whose
+  // results must not depend on how fast the input is read.
+  bool holds_bounded_by_wall = false;
 };
 
 struct CorrelatorStats {
   std::uint64_t hits = 0;
   std::uint64_t incidents = 0;        // revisions emitted
   std::uint64_t stories_dropped = 0;  // state machines shed at max_stories
+  std::uint64_t times_rejected_future = 0;  // lines dated too far ahead of the wall clock: kept their stream's time
+  std::uint64_t times_went_back = 0;        // lines far before their stream's time: a new epoch of the stream
 };
 
 class Correlator {
@@ -63,11 +74,19 @@ class Correlator {
   void new_instance(std::uint32_t index, std::string instance);
 
   // Consumes one scanned batch; `hits` are those the Scanner found in it. Appends emitted revisions to `out`.
+  // Each stream has its own event clock, moved (within bounds) by its lines.
   void process(const RecordBatch& batch, const std::vector<Hit>& hits, std::vector<Incident>& out);
-  // Moves the clock to `now` (event time): absences complete, held incidents are released, lifetimes end.
+  // Moves every stream's clock to at least `now` (event time): absences complete, held incidents are released,
+  // lifetimes end.
   void advance(Time now, std::vector<Incident>& out);
-  // End of input: releases every held incident (nothing more can arrive to change it).
+  // Live sources: each stream's clock runs on by the wall time that passed since its lines last moved it, then
+  // deadlines are settled as in advance().
+  void tick(Time wall_now, std::vector<Incident>& out);
+  // End of input: deadlines that each stream's own clock has passed are settled (no clock is moved), then every held
+  // incident is released (nothing more can arrive to change it).
   void finish(std::vector<Incident>& out);
+  // Releases every held incident now (the daemon stopping: a hold must not outlive the process that keeps it).
+  void release_held(std::vector<Incident>& out);
 
   // Swaps in a new rule set. State machines of rules whose content hash is unchanged survive.
   void replace_rules(std::shared_ptr<const CompiledRules> rules);
@@ -81,8 +100,9 @@ class Correlator {
   void set_trace(std::function<void(const std::string&)> trace);
 
   std::vector<Incident> open_incidents() const;
+  // The latest of the streams' clocks (or of what advance() was given).
   Time now() const;
-  // The latest time the lines themselves carried (never moved by advance()).
+  // The latest time the lines themselves carried, over all streams (never moved by advance()).
   Time log_now() const;
   const CorrelatorStats& stats() const;
 

@@ -96,6 +96,8 @@ class Metrics {
   prometheus::Counter& state_write_failures(std::string_view what);
   // faultline_state_writable: 1 while the last write of each kind to the state dir succeeded, else 0.
   prometheus::Gauge& state_writable() { return *state_writable_; }
+  prometheus::Counter& timestamps_rejected_future() { return *timestamps_rejected_future_; }
+  prometheus::Counter& stream_clock_resets() { return *stream_clock_resets_; }
 
   // The running rule set: faultline_rules_loaded, and the incident series of every severity a rule can raise start
   // at 0 (so increase() sees a rule's first incident).
@@ -144,6 +146,8 @@ class Metrics {
   Fam<prometheus::Counter>* file_reopens_total_;
   Fam<prometheus::Counter>* state_write_failures_total_;
   Fam<prometheus::Gauge>* state_writable_family_;
+  Fam<prometheus::Counter>* timestamps_rejected_total_;
+  Fam<prometheus::Counter>* stream_clock_resets_total_;
 
   prometheus::Counter* lines_shed_;
   prometheus::Histogram* incident_latency_;
@@ -154,6 +158,8 @@ class Metrics {
   prometheus::Counter* file_reopens_;
   prometheus::Counter* state_write_failures_[3];  // checkpoint, journal, spool
   prometheus::Gauge* state_writable_;
+  prometheus::Counter* timestamps_rejected_future_;
+  prometheus::Counter* stream_clock_resets_;
   prometheus::Gauge* checkpoint_age_;
   prometheus::Gauge* last_reload_success_ts_;
   prometheus::Counter* reload_success_;
@@ -190,6 +196,8 @@ struct SourceTotals {
 struct PipelineTotals {
   std::vector<SourceTotals> sources;  // one entry per source; a source named twice is summed
   std::uint64_t stories_dropped = 0;
+  std::uint64_t timestamps_rejected_future = 0;  // lines dated too far ahead of the wall clock
+  std::uint64_t stream_clock_resets = 0;         // lines far before their stream's clock: a new epoch of it
   std::uint64_t files_waiting = 0;  // files kept without a descriptor with bytes that may be unread
   std::uint64_t file_reopens = 0;
 };

@@ -55,12 +55,15 @@ class Pipeline {
   void drain();
   // Drains, then moves the correlator's clock (absences, held incidents, lifetimes).
   void advance(Time now);
-  // Live sources: moves the event clock by the wall time that passed since the lines last moved it. While lines flow
-  // the clock follows their own timestamps; in silence it runs on with the wall clock. So following a live log and
-  // replaying an old one give the same incidents (windows, holds and lifetimes all run on event time).
+  // Live sources: moves each stream's event clock by the wall time that passed since its lines last moved it. While
+  // lines flow a stream's clock follows their own timestamps; in silence it runs on with the wall clock. So following
+  // a live log and replaying an old one give the same incidents (windows, holds and lifetimes all run on event time).
   void tick(Time wall_now);
-  // End of input: flushes partial lines and held incidents.
+  // End of input: flushes partial lines, settles what each stream's own clock has passed (no clock is moved: the
+  // input ending says nothing about time) and releases held incidents.
   void finish(Time read_time);
+  // Emits every held incident now (the daemon stopping), without ending the input.
+  void release_held();
 
   void replace_rules(std::shared_ptr<const CompiledRules> rules);
 
@@ -78,7 +81,7 @@ class Pipeline {
   Result<void> load_state(std::string_view json);
   // `scan --explain`: a line of text for every state change of the correlator.
   void set_trace(std::function<void(const std::string&)> trace);
-  // The event clock: where correlation stands (the lines' latest time, moved on by advance()/tick()).
+  // The event clock: where correlation stands (the latest of the streams' clocks, moved on by advance()/tick()).
   Time now() const;
   const CorrelatorStats& correlator_stats() const;
 

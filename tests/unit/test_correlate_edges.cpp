@@ -1,6 +1,9 @@
 // The correlator at its edges: rules with more events than a machine word has bits, checkpoints of such stories,
-// the clock incidents are stamped with, and restore errors.
+// the clock incidents are stamped with, restore errors, and the streams' bounded event clocks (a far-future line,
+// time going back, one stream's time never gating another's deadlines, node clocks, holds bounded by wall time).
 #include <catch2/catch.hpp>
+
+#include <map>
 
 #include "faultline/clock.hpp"
 #include "faultline/correlate.hpp"
@@ -87,7 +90,266 @@ TEST_CASE("incidents are stamped with the read time of the injected clock", "[co
 
 TEST_CASE("a state from a newer build is refused with a reason", "[correlate]") {
   Harness h(compile_yaml(many_events_rule()));
-  auto loaded = h.pipeline.load_state(R"({"version": 2, "stories": [], "open": []})");
+  auto loaded = h.pipeline.load_state(R"({"version": 3, "stories": [], "open": []})");
   REQUIRE_FALSE(loaded.ok());
-  CHECK(loaded.error().message == "state version 2 is newer than this build");
+  CHECK(loaded.error().message == "state version 3 is newer than this build");
+}
+
+namespace {
+
+const char* kOom = R"(
+id: oom
+title: oom
+severity: critical
+events:
+  e: 'CUDA out of memory'
+lifetime: {quiet: 30m}
+)";
+
+// A pipeline over named streams (optionally on a node), raw format, every revision kept.
+struct Multi {
+  std::vector<Incident> out;
+  Pipeline p;
+  explicit Multi(std::shared_ptr<const CompiledRules> rules, PipelineOptions options = {})
+      : p(std::move(rules), [this](const Incident& i) { out.push_back(i); }, options) {}
+  std::uint32_t add(const std::string& name, const std::string& node = "") {
+    StreamIdentity id;
+    id.name = id.logical = id.instance = name;
+    if (!node.empty()) id.labels = {{"node", node}};
+    DecodeOptions o;
+    o.format = ContainerFormat::raw;
+    o.time.reference = at(0);
+    return p.add_stream(id, o);
+  }
+  void line(std::uint32_t stream, const std::string& text, Time read_time = at(0)) {
+    p.feed(stream, text + "\n", read_time);
+    p.drain();
+  }
+  std::vector<Incident> of(const std::string& rule) const {
+    std::vector<Incident> r;
+    for (const auto& i : out) {
+      if (i.rule == rule) r.push_back(i);
+    }
+    return r;
+  }
+  std::size_t resolved() const {
+    std::size_t n = 0;
+    for (const auto& i : out) n += i.status == IncidentStatus::resolved ? 1 : 0;
+    return n;
+  }
+};
+
+const char* kFarFuture = "2099-01-01T00:00:00.000Z INFO far future line";
+
+}  // namespace
+
+TEST_CASE("a far-future line in one stream resolves nothing anywhere", "[correlate][clock]") {
+  Multi s(compile_yaml(kOom));
+  auto a = s.add("streamA.log");
+  auto b = s.add("streamB.log");
+  s.line(a, ts(0, "ERROR torch.OutOfMemoryError: CUDA out of memory."));
+  REQUIRE(s.of("oom").size() == 1);
+  SECTION("in another stream") { s.line(b, kFarFuture); }
+  SECTION("in the same stream") { s.line(a, kFarFuture); }
+  CHECK(s.p.correlator_stats().times_rejected_future == 1);
+  CHECK(s.p.now() < at(3600));  // no clock took the line's time
+  s.p.advance(at(60));
+  s.p.tick(SystemClock::instance().now());
+  CHECK(s.resolved() == 0);
+  // A later failure is a repeat of the open incident, not one resolved the moment it fires.
+  s.line(a, ts(300, "ERROR torch.OutOfMemoryError: CUDA out of memory."));
+  s.p.advance(at(301));
+  CHECK(s.resolved() == 0);
+  CHECK(s.out.back().count == 2);
+  // The stream's own time still ends it.
+  s.p.advance(at(300 + 1801));
+  CHECK(s.resolved() == 1);
+}
+
+TEST_CASE("one stream's later time never resolves another stream's incident", "[correlate][clock]") {
+  Multi s(compile_yaml(kOom));
+  auto a = s.add("a.log");
+  auto b = s.add("b.log");
+  s.line(a, ts(0, "ERROR CUDA out of memory"));
+  s.line(b, ts(7200, "INFO two hours later, in another file"));
+  s.p.finish(at(0));
+  REQUIRE(s.of("oom").size() == 1);
+  CHECK(s.resolved() == 0);  // a.log shows nothing past its quiet time
+}
+
+TEST_CASE("a failure after the stream's time went back a day counts", "[correlate][clock]") {
+  Multi s(compile_yaml(kOom));
+  auto a = s.add("a.log");
+  s.line(a, ts(86400, "ERROR CUDA out of memory"));
+  s.line(a, ts(0, "ERROR CUDA out of memory"));
+  s.line(a, ts(5, "ERROR CUDA out of memory"));
+  auto inc = s.of("oom");
+  REQUIRE(inc.size() == 2);
+  CHECK(inc[0].count == 1);
+  CHECK(inc[1].status == IncidentStatus::firing);
+  CHECK(inc[1].count == 2);
+  CHECK(inc[1].revision == 2);
+  CHECK(inc[1].last_seen == at(0));
+  CHECK(s.p.correlator_stats().times_went_back == 1);
+  CHECK(s.p.now() == at(5));  // the stream's clock went back with it
+}
+
+TEST_CASE("a hold is released on its own stream's clock, not gated by a stream hours behind", "[correlate][clock]") {
+  auto rules = compile_yaml(R"(
+id: fmha
+title: fmha
+severity: critical
+events:
+  hint: 'TllmGenFmhaRunner'
+  err: 'Unsupported architecture'
+sequence:
+  - event: hint
+    optional: true
+  - event: err
+tolerance: {lines: 20, time: 5s}
+)");
+  Multi s(rules);
+  auto worker = s.add("worker-stderr.log");
+  auto vllm = s.add("vllm.log");
+  const Time wall = at(100000);
+  // vLLM logs local time 8 h behind; the worker prints no time at all (its lines take the time of reading).
+  s.line(vllm, ts(100000 - 8 * 3600, "INFO vLLM API server version 0.19.0"), wall);
+  s.line(worker, "RuntimeError: Error in function: Unsupported architecture", wall);
+  CHECK(s.of("fmha").empty());  // held for the optional evidence
+  s.p.tick(wall);
+  s.p.tick(wall + std::chrono::seconds(3));
+  CHECK(s.of("fmha").empty());
+  s.p.tick(wall + std::chrono::seconds(6));
+  REQUIRE(s.of("fmha").size() == 1);
+}
+
+TEST_CASE("live holds end on the steady clock when the stream's time stands still", "[correlate][clock]") {
+  auto rules = compile_yaml(R"(
+id: fmha
+title: fmha
+severity: critical
+events:
+  hint: 'TllmGenFmhaRunner'
+  err: 'Unsupported architecture'
+sequence:
+  - event: hint
+    optional: true
+  - event: err
+tolerance: {lines: 20, time: 5s}
+)");
+  ManualClock clock;
+  clock.advance(std::chrono::seconds(1));
+  PipelineOptions options;
+  options.correlator.clock = &clock;
+  SECTION("bounded by wall time (run)") {
+    options.correlator.holds_bounded_by_wall = true;
+    Multi s(rules, options);
+    auto w = s.add("w.log");
+    s.line(w, ts(0, "RuntimeError: Unsupported architecture"));
+    s.p.advance(at(0));
+    CHECK(s.of("fmha").empty());
+    clock.advance(std::chrono::seconds(6));
+    s.p.advance(at(0));  // event time has not moved
+    CHECK(s.of("fmha").size() == 1);
+  }
+  SECTION("event time only (replay)") {
+    Multi s(rules, options);
+    auto w = s.add("w.log");
+    s.line(w, ts(0, "RuntimeError: Unsupported architecture"));
+    clock.advance(std::chrono::seconds(6));
+    s.p.advance(at(0));
+    CHECK(s.of("fmha").empty());
+    s.p.release_held();
+    CHECK(s.of("fmha").size() == 1);
+  }
+}
+
+TEST_CASE("a node-keyed rule runs on its node's clock, the latest of its streams' bounded clocks", "[correlate][clock]") {
+  auto rules = compile_yaml(R"(
+id: xid
+title: xid
+severity: critical
+key: [node]
+events: {e: 'NVRM: Xid'}
+lifetime: {quiet: 30m}
+)");
+  Multi s(rules);
+  auto kmsg = s.add("kmsg", "gpu-7");
+  auto pod = s.add("ns/a/c", "gpu-7");
+  auto other = s.add("ns/b/c", "gpu-8");
+  s.line(kmsg, ts(0, "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus."));
+  REQUIRE(s.of("xid").size() == 1);
+  s.line(pod, kFarFuture);
+  s.line(other, ts(4000, "INFO a pod on another node"));
+  s.p.advance(at(1));
+  CHECK(s.resolved() == 0);
+  s.line(pod, ts(2000, "INFO the node's pod, 2000 s later"));
+  s.p.advance(at(1));
+  CHECK(s.resolved() == 1);  // the node's time passed the quiet period, though the kernel log said nothing more
+}
+
+TEST_CASE("each stream's clock survives a checkpoint; a version 1 state is still read", "[correlate][clock]") {
+  auto rules = compile_yaml(kOom);
+  std::string state;
+  {
+    Multi s(rules);
+    auto a = s.add("a.log");
+    auto b = s.add("b.log");
+    s.line(a, ts(0, "ERROR CUDA out of memory"));
+    s.line(b, ts(7200, "INFO later"));
+    state = s.p.save_state();
+  }
+  CHECK(state.find("\"version\":2") != std::string::npos);
+  SECTION("version 2") {
+    Multi s(rules);
+    REQUIRE(s.p.load_state(state).ok());
+    auto a = s.add("a.log");
+    s.add("b.log");
+    s.p.advance(at(1));
+    CHECK(s.resolved() == 0);  // a.log's clock came back at 0, not at b.log's time
+    s.line(a, ts(1900, "INFO a.log goes on"));
+    s.p.advance(at(1));
+    CHECK(s.resolved() == 1);
+  }
+  SECTION("version 1: one clock for every stream the state names") {
+    Multi s(rules);
+    const std::string v1 = R"({"version":1,"now":)" + std::to_string(at(1000).time_since_epoch().count()) +
+                           R"(,"stories":[],"open":[]})";
+    REQUIRE(s.p.load_state(v1).ok());
+    s.add("a.log");
+    CHECK(s.p.now() <= at(1000));
+  }
+}
+
+TEST_CASE("numeric state fields must be integers", "[correlate]") {
+  Harness h(compile_yaml(kOom));
+  for (const char* bad : {R"({"version": 1e300, "stories": [], "open": []})", R"({"version": 1.5})",
+                          R"({"version": "1"})", R"({"version": -99999999999999999999})"}) {
+    INFO(bad);
+    auto loaded = h.pipeline.load_state(bad);
+    CHECK_FALSE(loaded.ok());
+  }
+  // A story's "raised" (any integer field) beyond its type's range is an error, not undefined behaviour.
+  Harness two(compile_yaml(R"(
+id: two
+title: two
+severity: critical
+events: {a: 'first thing', b: 'second thing'}
+sequence: [a, b]
+)"));
+  two.line(ts(0, "first thing"));
+  std::string story = two.pipeline.save_state();
+  auto pos = story.find("\"raised\":-1");
+  REQUIRE(pos != std::string::npos);
+  story.replace(pos, std::string("\"raised\":-1").size(), "\"raised\":1e300");
+  Harness three(compile_yaml(R"(
+id: two
+title: two
+severity: critical
+events: {a: 'first thing', b: 'second thing'}
+sequence: [a, b]
+)"));
+  auto loaded = three.pipeline.load_state(story);
+  REQUIRE_FALSE(loaded.ok());
+  CHECK(loaded.error().message.find("raised") != std::string::npos);
 }

@@ -157,6 +157,8 @@ TEST_CASE("the totals collector brings the source families up to the published t
   t.sources.push_back(SourceTotals{"vllm", 5, 500});  // a source named twice is summed
   t.sources.push_back(SourceTotals{"kmsg"});
   t.stories_dropped = 6;
+  t.timestamps_rejected_future = 10;
+  t.stream_clock_resets = 11;
   t.files_waiting = 8;
   t.file_reopens = 9;
   collector.publish(t);
@@ -171,6 +173,8 @@ TEST_CASE("the totals collector brings the source families up to the published t
   CHECK(text.find("faultline_source_lag_bytes{source=\"vllm\"} 77") != std::string::npos);
   CHECK(text.find("faultline_lines_read_total{source=\"kmsg\"} 0") != std::string::npos);
   CHECK(text.find("faultline_stories_dropped_total 6") != std::string::npos);
+  CHECK(text.find("faultline_timestamps_rejected_total{reason=\"future\"} 10") != std::string::npos);
+  CHECK(text.find("faultline_stream_clock_resets_total 11") != std::string::npos);
   CHECK(text.find("faultline_files_waiting 8") != std::string::npos);
   CHECK(text.find("faultline_file_reopens_total 9") != std::string::npos);
 

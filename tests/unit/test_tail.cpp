@@ -150,6 +150,17 @@ TEST_CASE("checkpoints round-trip, are written atomically and carry a version") 
   auto garbage = read_checkpoint(t.path.string());
   REQUIRE(!garbage.ok());
   CHECK(garbage.error().message.find("malformed") != std::string::npos);
+  // Numeric fields must be integers in range: 1e300 or -1 is an error, never converted.
+  for (const char* bad : {R"({"version":1e300,"files":[]})", R"({"version":1.0,"files":[]})",
+                          R"({"version":1,"files":[{"path":"/a","dev":1e300,"inode":1,"fingerprint":1,)"
+                          R"("fingerprint_bytes":1,"offset":0,"line":1}]})",
+                          R"({"version":1,"files":[{"path":"/a","dev":1,"inode":1,"fingerprint":1,)"
+                          R"("fingerprint_bytes":-1,"offset":0,"line":1}]})"}) {
+    INFO(bad);
+    write(t / "checkpoint.json", bad, false);
+    auto read_bad = read_checkpoint(t.path.string());
+    CHECK(!read_bad.ok());
+  }
 }
 
 TEST_CASE("raise_open_files_limit reaches the hard limit") {
