@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "faultline/json_integer.hpp"
+
 namespace faultline::correlate {
 
 namespace {
@@ -18,23 +20,8 @@ constexpr int kStateVersion = 2;
 // A numeric field that must be an integer in T's range (1e300 or -1 where a count belongs is an error, not UB).
 template <class T>
 T integer(const json& j, const char* what) {
-  if (!j.is_number_integer()) throw std::runtime_error(std::string(what) + " is not an integer");
-  if (j.is_number_unsigned()) {
-    const auto v = j.get<std::uint64_t>();
-    if (v > static_cast<std::uint64_t>(std::numeric_limits<T>::max()))
-      throw std::runtime_error(std::string(what) + " is out of range");
-    return static_cast<T>(v);
-  }
-  const auto v = j.get<std::int64_t>();
-  if constexpr (std::is_unsigned_v<T>) {
-    if (v < 0) throw std::runtime_error(std::string(what) + " is out of range");
-    if (static_cast<std::uint64_t>(v) > std::numeric_limits<T>::max())
-      throw std::runtime_error(std::string(what) + " is out of range");
-  } else {
-    if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max())
-      throw std::runtime_error(std::string(what) + " is out of range");
-  }
-  return static_cast<T>(v);
+  if (auto v = json_integer<T>(j)) return *v;
+  throw std::runtime_error(std::string(what) + (j.is_number_integer() ? " is out of range" : " is not an integer"));
 }
 
 template <class T>

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "faultline/durable_file.hpp"
+#include "faultline/json_integer.hpp"
 #include "faultline/sinks.hpp"
 
 namespace faultline {
@@ -45,8 +46,11 @@ bool parse_delivery(const nlohmann::json& j, SpoolEntry& entry, std::string* bod
   if (!j.is_object() || !j.contains("body") || !j["body"].is_string()) return false;
   entry.delivery_id = j.value("delivery_id", "");
   entry.incident_id = j.value("incident_id", "");
-  entry.revision = j.value("revision", 0u);
-  entry.created_ms = j.value("created_ms", std::int64_t{0});
+  auto revision = json_integer_field<std::uint32_t>(j, "revision", 0);
+  auto created_ms = json_integer_field<std::int64_t>(j, "created_ms", 0);
+  if (!revision || !created_ms) return false;  // 1e300 or -1 where a count belongs: corrupt
+  entry.revision = *revision;
+  entry.created_ms = *created_ms;
   if (entry.delivery_id.empty()) return false;
   if (body) *body = j["body"].get<std::string>();
   return true;
@@ -63,7 +67,7 @@ std::vector<ParsedDelivery> parse_file_json(const std::string& text) {
   std::vector<ParsedDelivery> out;
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || j.value("format", "") != "faultline-spool") return out;
-  int version = j.value("version", 0);
+  const int version = json_integer_field<int>(j, "version", 0).value_or(0);
   if (version == 1) {
     ParsedDelivery d;
     if (parse_delivery(j, d.entry, &d.body)) {

@@ -8,6 +8,7 @@
 
 #include "faultline/checkpoint.hpp"
 #include "faultline/durable_file.hpp"
+#include "faultline/json_integer.hpp"
 
 namespace faultline {
 
@@ -19,11 +20,9 @@ constexpr const char* kCheckpointFile = "checkpoint.json";
 // would be undefined behaviour).
 template <class T>
 T unsigned_field(const nlohmann::json& j, const char* what) {
-  if (!j.is_number_integer() || (!j.is_number_unsigned() && j.get<std::int64_t>() < 0) ||
-      j.get<std::uint64_t>() > std::numeric_limits<T>::max()) {
-    throw std::runtime_error(std::string(what) + " is not an integer in range: " + j.dump());
-  }
-  return static_cast<T>(j.get<std::uint64_t>());
+  static_assert(std::is_unsigned_v<T>);
+  if (auto v = json_integer<T>(j)) return *v;
+  throw std::runtime_error(std::string(what) + " is not an integer in range: " + j.dump());
 }
 
 }  // namespace

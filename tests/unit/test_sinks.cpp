@@ -323,6 +323,29 @@ TEST_CASE("spool: a file with a field of the wrong type is dropped as corrupt", 
   CHECK(drops.corrupt.size() == 1);
 }
 
+TEST_CASE("spool: a number that is no integer in range makes the file corrupt, not undefined behaviour", "[sinks]") {
+  // A long fuzz run found these: a float such as 1.7e70 where a count belongs was converted to an integer.
+  TempDir tmp;
+  std::string dir = tmp.path + "/spool/s";
+  fs::create_directories(dir);
+  const char* files[] = {
+      R"({"format":"faultline-spool","version":1,"delivery_id":"d-1","revision":1,"created_ms":1764583208888888888888888888888888888888888888888888880000,"body":"{}"})",
+      R"({"format":"faultline-spool","version":1,"delivery_id":"d-2","revision":-1,"created_ms":1,"body":"{}"})",
+      R"({"format":"faultline-spool","version":1,"delivery_id":"d-3","revision":1e300,"created_ms":1,"body":"{}"})",
+      R"({"format":"faultline-spool","version":1e300,"delivery_id":"d-4","revision":1,"created_ms":1,"body":"{}"})",
+  };
+  int seq = 1;
+  for (const char* text : files) std::ofstream(dir + "/0000000000000000000" + std::to_string(seq++) + ".json") << text;
+  std::ofstream(dir + "/00000000000000000009.json")
+      << R"({"format":"faultline-spool","version":1,"delivery_id":"d-9","revision":2,"created_ms":5,"body":"{}"})";
+  Spool sp(dir, 1 << 20, std::chrono::hours(1));
+  SpoolDrops drops;
+  REQUIRE(sp.open(&drops));
+  CHECK(drops.corrupt.size() == 4);
+  REQUIRE(sp.size() == 1);
+  CHECK(sp.contains("d-9"));
+}
+
 TEST_CASE("spool bounds: bytes and age", "[sinks]") {
   TempDir tmp;
   Spool sp(tmp.path + "/s", 4096, std::chrono::seconds(60));
