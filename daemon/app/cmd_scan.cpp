@@ -45,28 +45,6 @@ cli::Parser scan_parser(ScanFlags& f) {
   return cli;
 }
 
-// What a file's bytes were read at: --now, else its modification time; standard input is read now.
-Time read_time_of(const std::string& input, const std::optional<Time>& now) {
-  if (now) return *now;
-  if (input != "-") {
-    struct stat st {};
-    if (::stat(input.c_str(), &st) == 0) {
-      return Time(std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec));
-    }
-  }
-  return SystemClock::instance().now();
-}
-
-StreamIdentity identity_of(const std::string& input) {
-  const bool is_stdin = input == "-";
-  StreamIdentity id;
-  id.name = is_stdin ? "stdin" : input;
-  id.logical = id.name;
-  id.instance = id.name;
-  id.set_label(LabelKey::source, is_stdin ? "stdin" : "file");
-  return id;
-}
-
 void print_summary(const Replay& replay, const CompiledRules& compiled, double seconds) {
   const auto& incidents = replay.incidents();
   std::size_t firing = 0;
@@ -107,8 +85,8 @@ int cmd_scan(const Args& args) {
       std::cerr << "faultline scan: cannot open " << input << ": " << in.error() << "\n";
       return 2;
     }
-    replay.start(read_time_of(input, f.now));
-    const std::uint32_t stream = replay.add_stream(identity_of(input), decode);
+    replay.start(input_read_time(input, f.now));
+    const std::uint32_t stream = replay.add_stream(input_identity(input), decode);
     std::string_view piece;
     while (in.next(piece)) replay.feed(stream, piece);
     if (!in.ok()) {

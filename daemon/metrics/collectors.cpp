@@ -60,6 +60,8 @@ void TotalsCollector::collect() {
     if (s.lag_bytes) m.lag_bytes.Set(static_cast<double>(*s.lag_bytes));
   }
   raise_to(metrics_.stories_dropped(), t.stories_dropped);
+  metrics_.fingerprints_distinct().Set(static_cast<double>(t.fingerprints_distinct));
+  for (std::size_t k = 0; k < t.failure_stories.size(); ++k) raise_to(metrics_.failure_stories(k), t.failure_stories[k]);
   raise_to(metrics_.file_reopens(), t.file_reopens);
   metrics_.files_waiting().Set(static_cast<double>(t.files_waiting));
 }

@@ -126,6 +126,19 @@ Metrics::Metrics(std::string_view version) : registry_(std::make_shared<promethe
                              .Help("Files given a descriptor again after waiting without one.")
                              .Register(r);
 
+  fingerprints_distinct_family_ = &BuildGauge()
+                                      .Name("faultline_fingerprints_distinct")
+                                      .Help("Distinct fingerprints of failure stories seen (claimed by a rule or not).")
+                                      .Register(r);
+  failure_stories_total_ = &BuildCounter()
+                                .Name("faultline_failure_stories_total")
+                                .Help("Failure stories found by the story anchors, by outcome.")
+                                .Register(r);
+  fingerprints_distinct_ = &fingerprints_distinct_family_->Add({});
+  failure_stories_ = {&failure_stories_total_->Add({{"outcome", "raised"}}),
+                      &failure_stories_total_->Add({{"outcome", "claimed"}}),
+                      &failure_stories_total_->Add({{"outcome", "below_error"}}),
+                      &failure_stories_total_->Add({{"outcome", "silenced"}})};
   lines_shed_ = &lines_shed_total_->Add({});
   files_waiting_ = &files_waiting_family_->Add({});
   file_reopens_ = &file_reopens_total_->Add({});

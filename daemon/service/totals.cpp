@@ -52,6 +52,9 @@ PipelineTotals gather_totals(const StreamAdapter& adapter, const Tailer& tailer,
   if (lag)
     for (const auto& [source, bytes] : tailer.lag_by_source()) totals_of(out.sources, source).lag_bytes = bytes;
   out.stories_dropped = pipeline.correlator_stats().stories_dropped;
+  const DetectorStats& d = pipeline.detector().stats();
+  out.fingerprints_distinct = pipeline.detector().distinct();
+  out.failure_stories = {d.raised, d.claimed, d.below_error, d.silenced};
   out.files_waiting = tailer.stats().files_waiting;
   out.file_reopens = tailer.stats().file_reopens;
   return out;

@@ -6,6 +6,7 @@
 // atomics in the metrics). Handles live as long as the Metrics object.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -90,6 +91,9 @@ class Metrics {
   prometheus::Histogram& incident_latency() { return *incident_latency_; }
   prometheus::Gauge& rules_loaded() { return *rules_loaded_; }
   prometheus::Counter& stories_dropped() { return *stories_dropped_; }
+  prometheus::Gauge& fingerprints_distinct() { return *fingerprints_distinct_; }
+  // Failure stories by outcome, indexed like PipelineTotals::failure_stories.
+  prometheus::Counter& failure_stories(std::size_t outcome) { return *failure_stories_[outcome]; }
   prometheus::Gauge& incident_queue_length() { return *incident_queue_length_; }
   prometheus::Gauge& files_waiting() { return *files_waiting_; }
   prometheus::Counter& file_reopens() { return *file_reopens_; }
@@ -139,6 +143,8 @@ class Metrics {
   Fam<prometheus::Counter>* http_requests_total_;
   Fam<prometheus::Gauge>* files_waiting_family_;
   Fam<prometheus::Counter>* file_reopens_total_;
+  Fam<prometheus::Gauge>* fingerprints_distinct_family_;
+  Fam<prometheus::Counter>* failure_stories_total_;
 
   prometheus::Counter* lines_shed_;
   prometheus::Histogram* incident_latency_;
@@ -147,6 +153,8 @@ class Metrics {
   prometheus::Gauge* incident_queue_length_;
   prometheus::Gauge* files_waiting_;
   prometheus::Counter* file_reopens_;
+  prometheus::Gauge* fingerprints_distinct_;
+  std::array<prometheus::Counter*, 4> failure_stories_{};
   prometheus::Gauge* checkpoint_age_;
   prometheus::Gauge* last_reload_success_ts_;
   prometheus::Counter* reload_success_;
@@ -183,6 +191,9 @@ struct SourceTotals {
 struct PipelineTotals {
   std::vector<SourceTotals> sources;  // one entry per source; a source named twice is summed
   std::uint64_t stories_dropped = 0;
+  std::uint64_t fingerprints_distinct = 0;  // failure stories' fingerprints in the inventory
+  // Failure stories by outcome: raised (unclassified), claimed (a typed rule), below_error, silenced.
+  std::array<std::uint64_t, 4> failure_stories{};
   std::uint64_t files_waiting = 0;  // files kept without a descriptor with bytes that may be unread
   std::uint64_t file_reopens = 0;
 };
