@@ -7,6 +7,7 @@
 #include <deque>
 #include <unordered_map>
 
+#include "exception_line.hpp"
 #include "faultline/fingerprint.hpp"
 
 namespace faultline {
@@ -79,14 +80,7 @@ bool benign_type(std::string_view type) {
          name == "GeneratorExit" || name == "KeyboardInterrupt";
 }
 
-// "torch.distributed.DistStoreError: Timed out ..." at the start of the message: an exception's last line.
-bool exception_start(std::string_view t) {
-  std::size_t i = 0;
-  while (i < t.size() && (std::isalnum(static_cast<unsigned char>(t[i])) || t[i] == '_' || t[i] == '.')) ++i;
-  if (i == 0 || i + 1 >= t.size() || t[i] != ':' || t[i + 1] != ' ') return false;
-  std::string_view type = t.substr(0, i);
-  return type.ends_with("Error") || type.ends_with("Exception");
-}
+bool exception_start(std::string_view t) { return !fingerprint_detail::exception_class(t).empty(); }
 
 // Is the story's next unindented line part of it: a traceback's exception, a panic's message on its own line?
 bool awaits_message(const std::vector<StoryAnchor>& anchors, std::string_view stripped) {
@@ -117,7 +111,13 @@ struct OpenStory {
   std::string context_text;
   std::string instance;
   Time last_time{};
+  std::uint64_t prior_claim = 0;  // the stream's last claimed line when the story opened
+  std::int32_t prior_claim_rule = -1;
 };
+
+// A typed rule's line this close before a story is part of it: the library's own message printed just before the
+// exception or the abort it causes.
+constexpr std::uint64_t kClaimLookback = 8;
 
 struct StreamState {
   StreamIdentity identity;
@@ -127,6 +127,7 @@ struct StreamState {
   std::string prev_text;
   std::uint64_t last_story_end = 0;  // line number where the last story (claimed or not) ended; 0: none
   std::uint64_t last_claim = 0;      // line number of the last line a non-cascade rule matched; 0: none
+  std::int32_t last_claim_rule = -1;
   std::string last_incident;         // the book key of the incident the last story raised
   std::uint32_t last_index = 0;      // in this batch
   bool in_batch = false;
@@ -152,7 +153,28 @@ struct Detector::Impl {
     return streams[index];
   }
 
-  bool claims(const Hit& h) const { return !rules->rule(h.event.rule).cascade.enabled; }
+  // Per rule, per event: does a hit of it claim a story? Events of a required step of a rule that is not a cascade
+  // do; context events (a phase marker, optional evidence) and cascade rules do not.
+  std::vector<std::vector<bool>> decisive;
+
+  void index_rules() {
+    decisive.clear();
+    for (const Rule& r : rules->rule_set().rules) {
+      std::vector<bool> d(r.events.size(), r.sequence.empty() && !r.cascade.enabled);
+      if (!r.cascade.enabled) {
+        for (const Step& step : r.sequence) {
+          if (step.optional || step.absent_for) continue;
+          for (const auto& name : step.events) {
+            int e = r.event_index(name);
+            if (e >= 0) d[static_cast<std::size_t>(e)] = true;
+          }
+        }
+      }
+      decisive.push_back(std::move(d));
+    }
+  }
+
+  bool claims(const Hit& h) const { return decisive[h.event.rule][h.event.event]; }
 
   StoryLine make_line(const RecordBatch& batch, std::size_t i) const {
     const RecordMeta& m = batch[i];
@@ -188,8 +210,9 @@ struct Detector::Impl {
     OpenStory& story = *st.story;
     std::string_view stripped = strip_log_prefix(line.text);
     bool relevant = !anchors.empty() || story_line(stripped);
-    if (!relevant && story.awaiting_exception && !trim(stripped).empty()) {
-      relevant = true;  // the traceback's exception line
+    if (story.awaiting_exception && !stripped.empty() && !is_space(stripped[0]) && !trim(stripped).empty() &&
+        !trim(stripped).starts_with("File \"")) {
+      relevant = true;  // the traceback's exception line (or a panic's message)
       story.awaiting_exception = false;
     }
     if (!anchors.empty()) {
@@ -206,6 +229,8 @@ struct Detector::Impl {
     OpenStory story;
     story.context_level = st.prev_level;
     story.context_text = st.prev_text;
+    story.prior_claim = st.last_claim;
+    story.prior_claim_rule = st.last_claim_rule;
     story.instance = st.identity.instance;
     story.anchors = anchors;
     story.awaiting_exception = awaits_message(anchors, strip_log_prefix(line.text));
@@ -268,6 +293,9 @@ struct Detector::Impl {
         break;
       }
     }
+    if (claimed < 0 && story.prior_claim != 0 && story.lines.front().line > story.prior_claim &&
+        story.lines.front().line - story.prior_claim <= kClaimLookback)
+      claimed = story.prior_claim_rule;
     story.lines.resize(std::max<std::size_t>(story.relevant_end, 1));
     st.last_story_end = story.lines.back().line;
 
@@ -286,8 +314,9 @@ struct Detector::Impl {
       level = story.context_level;
     const bool quiet = below_error(level) || benign_type(sig.type);
 
-    // A story whose strongest line is an exit or a signal, right after a typed incident's lines: its consequence.
-    const bool weak = sig.rank <= 1 && std::all_of(story.anchors.begin(), story.anchors.end(), consequence_anchor);
+    // A story with no exception message of its own (an exit, a signal, a traceback cut off before its exception)
+    // right after a typed incident's lines: that failure's consequence.
+    const bool weak = sig.rank <= 1;
     if (claimed < 0 && weak && st.last_claim != 0 && story.lines.front().line > st.last_claim &&
         story.lines.front().line - st.last_claim <= options.consequence_lines) {
       ++stats.consequences;
@@ -488,7 +517,10 @@ struct Detector::Impl {
       for (std::size_t k = h; k < hits.size() && hits[k].record == i; ++k) {
         if (claims(hits[k])) claimed = static_cast<std::int32_t>(hits[k].event.rule);
       }
-      if (claimed >= 0) st.last_claim = records[i].line;
+      if (claimed >= 0) {
+        st.last_claim = records[i].line;
+        st.last_claim_rule = claimed;
+      }
       if (!here.empty() || st.story) {
         StoryLine line = make_line(batch, i);
         line.claimed_by = claimed;
@@ -530,6 +562,7 @@ struct Detector::Impl {
 Detector::Detector(std::shared_ptr<const CompiledRules> rules, DetectorOptions options)
     : impl_(std::make_unique<Impl>()) {
   impl_->rules = std::move(rules);
+  impl_->index_rules();
   impl_->options = std::move(options);
   for (const auto& o : impl_->options.overrides) impl_->overrides[o.fingerprint] = o;
 }
@@ -548,9 +581,13 @@ void Detector::new_instance(std::uint32_t index, std::vector<Incident>& out) {
   st.prev_text.clear();
   st.last_story_end = 0;
   st.last_claim = 0;
+  st.last_claim_rule = -1;
 }
 
-void Detector::replace_rules(std::shared_ptr<const CompiledRules> rules) { impl_->rules = std::move(rules); }
+void Detector::replace_rules(std::shared_ptr<const CompiledRules> rules) {
+  impl_->rules = std::move(rules);
+  impl_->index_rules();
+}
 
 void Detector::process(const RecordBatch& batch, const std::vector<AnchorHit>& anchors, const std::vector<Hit>& hits,
                        std::vector<Incident>& out) {

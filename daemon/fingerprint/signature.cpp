@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdio>
 
+#include "exception_line.hpp"
 #include "faultline/fingerprint.hpp"
 
 namespace faultline {
@@ -443,8 +444,7 @@ FailureSignature signature_of(const std::vector<std::string_view>& raw) {
     if (in_traceback && indented) continue;  // source lines and carets of a frame
     if (!in_traceback && !indented) {
       // An exception's last line whose traceback was not logged (or was cut from an excerpt).
-      if (auto ex = exception_line(t); ex && !ex->second.empty() &&
-                                       (ex->first.ends_with("Error") || ex->first.ends_with("Exception"))) {
+      if (auto ex = exception_line(t); ex && !ex->second.empty() && !fingerprint_detail::exception_class(t).empty()) {
         offer(2, i, std::string(ex->first), ex->second, {});
         continue;
       }
@@ -495,7 +495,7 @@ FailureSignature signature_of(const std::vector<std::string_view>& raw) {
       offer(3, i, "panic", t.substr(7), {});
       continue;
     }
-    if (t.find("CUDA error: ") != std::string_view::npos || t.find("CUBLAS_STATUS_") != std::string_view::npos ||
+    if (t.find("CUDA error: ") != std::string_view::npos || t.find("CUDA error ") != std::string_view::npos || t.find("CUBLAS_STATUS_") != std::string_view::npos ||
         t.find("CUDNN_STATUS_") != std::string_view::npos || t.find("cudaError") != std::string_view::npos ||
         t.find("CUDA_ERROR_") != std::string_view::npos) {
       if (auto ex = exception_line(t)) offer(2, i, std::string(ex->first), ex->second, {});

@@ -18,14 +18,14 @@ rules:
     title: CUDA out of memory
     severity: critical
     events:
-      - name: oom
+      oom:
         regex: 'CUDA out of memory'
   - id: engine-dead
     title: engine dead
     severity: critical
     cascade: true
     events:
-      - name: dead
+      dead:
         regex: 'EngineDeadError'
 )";
 
@@ -356,10 +356,14 @@ TEST_CASE("story anchors are reported apart from rule hits, in the same pass", "
   REQUIRE(hits.size() == 1);
   CHECK(plain.size() == 1);
   CHECK(hits[0].record == 1);
-  REQUIRE(anchors.size() == 2);
+  REQUIRE(anchors.size() == 4);  // in record order, then anchor order
   CHECK(anchors[0].record == 0);
   CHECK(anchors[0].anchor == StoryAnchor::traceback);
-  CHECK(anchors[1].record == 2);
-  CHECK(anchors[1].anchor == StoryAnchor::cuda_error);
+  CHECK(anchors[1].record == 1);
+  CHECK(anchors[1].anchor == StoryAnchor::exception_line);
+  CHECK(anchors[2].record == 2);
+  CHECK(anchors[2].anchor == StoryAnchor::cuda_error);
+  CHECK(anchors[3].record == 2);
+  CHECK(anchors[3].anchor == StoryAnchor::exception_line);
   CHECK(rules->pattern_count() == 2);  // the rules' own: the anchors are reserved
 }
