@@ -99,6 +99,7 @@ struct StoryLine {
   std::string text;
   std::string event;  // the anchor it hit; empty for other lines
   std::int32_t claimed_by = -1;  // the non-cascade rule whose event hit the line
+  bool consequence = false;      // a cascade rule's event hit the line (engine dead, worker died, ...)
 };
 
 struct OpenStory {
@@ -118,6 +119,8 @@ struct OpenStory {
 // A typed rule's line this close before a story is part of it: the library's own message printed just before the
 // exception or the abort it causes.
 constexpr std::uint64_t kClaimLookback = 8;
+// How long after a typed failure a cascade rule's wrapper story is still its consequence (the cascade rules' window).
+constexpr Duration kConsequenceTime = std::chrono::minutes(2);
 
 struct StreamState {
   StreamIdentity identity;
@@ -128,6 +131,7 @@ struct StreamState {
   std::uint64_t last_story_end = 0;  // line number where the last story (claimed or not) ended; 0: none
   std::uint64_t last_claim = 0;      // line number of the last line a non-cascade rule matched; 0: none
   std::int32_t last_claim_rule = -1;
+  Time last_claim_time{};
   std::string last_incident;         // the book key of the incident the last story raised
   std::uint32_t last_index = 0;      // in this batch
   bool in_batch = false;
@@ -175,6 +179,7 @@ struct Detector::Impl {
   }
 
   bool claims(const Hit& h) const { return decisive[h.event.rule][h.event.event]; }
+  bool cascade(const Hit& h) const { return rules->rule(h.event.rule).cascade.enabled; }
 
   StoryLine make_line(const RecordBatch& batch, std::size_t i) const {
     const RecordMeta& m = batch[i];
@@ -319,6 +324,17 @@ struct Detector::Impl {
     const bool weak = sig.rank <= 1;
     if (claimed < 0 && weak && st.last_claim != 0 && story.lines.front().line > st.last_claim &&
         story.lines.front().line - st.last_claim <= options.consequence_lines) {
+      ++stats.consequences;
+      return;
+    }
+
+    // A story a cascade rule reports (EngineDeadError in the API server, "worker died") shortly after a typed
+    // failure on the stream: the wrapper of that failure, printed again by the process that saw it end.
+    const bool reported_consequence =
+        std::any_of(story.lines.begin(), story.lines.end(), [](const StoryLine& l) { return l.consequence; });
+    if (claimed < 0 && reported_consequence && st.last_claim != 0 &&
+        (story.lines.front().line - st.last_claim <= options.consequence_lines ||
+         story.lines.front().time - st.last_claim_time <= kConsequenceTime)) {
       ++stats.consequences;
       return;
     }
@@ -513,17 +529,21 @@ struct Detector::Impl {
       while (a < anchors.size() && anchors[a].record < i) ++a;
       while (a < anchors.size() && anchors[a].record == i) here.push_back(anchors[a++].anchor);
       std::int32_t claimed = -1;
+      bool consequence_hit = false;
       while (h < hits.size() && hits[h].record < i) ++h;
       for (std::size_t k = h; k < hits.size() && hits[k].record == i; ++k) {
         if (claims(hits[k])) claimed = static_cast<std::int32_t>(hits[k].event.rule);
+        consequence_hit = consequence_hit || cascade(hits[k]);
       }
       if (claimed >= 0) {
         st.last_claim = records[i].line;
         st.last_claim_rule = claimed;
+        st.last_claim_time = batch[i].time;
       }
       if (!here.empty() || st.story) {
         StoryLine line = make_line(batch, i);
         line.claimed_by = claimed;
+        line.consequence = consequence_hit;
         if (st.story) {
           continue_story(st, std::move(line), here, out);
         } else if (opens(here, line.text, line.level) && !(std::all_of(here.begin(), here.end(), consequence_anchor) &&
@@ -582,6 +602,7 @@ void Detector::new_instance(std::uint32_t index, std::vector<Incident>& out) {
   st.last_story_end = 0;
   st.last_claim = 0;
   st.last_claim_rule = -1;
+  st.last_claim_time = Time{};
 }
 
 void Detector::replace_rules(std::shared_ptr<const CompiledRules> rules) {

@@ -2,6 +2,7 @@
 // the fingerprint over them. Pure functions over text; no regex engine (linear scans by hand).
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdio>
 
 #include "exception_line.hpp"
@@ -362,8 +363,11 @@ std::optional<std::pair<std::string_view, std::string_view>> exception_line(std:
   if (i == 0 || !is_alpha(t[0])) return std::nullopt;
   std::string_view type = t.substr(0, i);
   if (i == t.size()) {
+    // A bare class: "KeyboardInterrupt", "asyncio.exceptions.CancelledError", "uvicorn.protocols.utils.ClientDisconnected".
+    const auto dot = type.rfind('.');
     bool looks = type.ends_with("Error") || type.ends_with("Exception") || type.ends_with("Interrupt") ||
-                 type.ends_with("Exit") || type.ends_with("Warning");
+                 type.ends_with("Exit") || type.ends_with("Warning") || type.ends_with("Disconnected") ||
+                 (dot != std::string_view::npos && dot + 1 < type.size() && std::isupper(static_cast<unsigned char>(type[dot + 1])));
     return looks ? std::optional(std::pair(type, std::string_view())) : std::nullopt;
   }
   if (t[i] != ':') return std::nullopt;
@@ -476,7 +480,8 @@ FailureSignature signature_of(const std::vector<std::string_view>& raw) {
     if (auto p = t.find("Assertion"); p != std::string_view::npos &&
                                       (t.find("Assertion failed") != std::string_view::npos ||
                                        t.find("' failed") != std::string_view::npos)) {
-      offer(3, i, "Assertion failed", t, {});
+      const auto colon = t.find("Assertion failed: ");
+      offer(3, i, "Assertion failed", colon == std::string_view::npos ? t : trim(t.substr(colon + 18)), {});
       continue;
     }
     if (auto p = t.find("' panicked at "); p != std::string_view::npos && t.find("thread '") != std::string_view::npos) {

@@ -188,7 +188,7 @@ TEST_CASE("a sink's problems are reported at its own entry, whichever entry it i
 
 TEST_CASE("unknown keys are errors at the key, at every level") {
   CHECK(only_error(load("colour: blue\n")) == "1:1: config: unknown key 'colour' (known: node_name, utc_offset, state_dir, "
-                                              "listen, output, log, rules, sources, tail, pipeline, "
+                                              "listen, output, log, rules, sources, tail, pipeline, fingerprints, "
                                               "checkpoint_interval, shutdown_timeout, server, redaction, "
                                               "queue_capacity, max_incidents, sinks)");
   CHECK(has_error_at(load("log:\n  lvl: info\n"), 2, 3, "log: unknown key 'lvl'"));

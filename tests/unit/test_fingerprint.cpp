@@ -20,6 +20,18 @@ rules:
     events:
       oom:
         regex: 'CUDA out of memory'
+  - id: tma-descriptor
+    title: TMA descriptor
+    severity: critical
+    events:
+      phase_graph:
+        regex: 'in capture_model'
+      tma:
+        regex: 'Failed to initialize the TMA descriptor'
+    sequence:
+      - any: [phase_graph]
+        optional: true
+      - any: [tma]
   - id: engine-dead
     title: engine dead
     severity: critical
@@ -365,5 +377,67 @@ TEST_CASE("story anchors are reported apart from rule hits, in the same pass", "
   CHECK(anchors[2].anchor == StoryAnchor::cuda_error);
   CHECK(anchors[3].record == 2);
   CHECK(anchors[3].anchor == StoryAnchor::exception_line);
-  CHECK(rules->pattern_count() == 2);  // the rules' own: the anchors are reserved
+  CHECK(rules->pattern_count() == 4);  // the rules' own events: the anchors are reserved
+}
+
+TEST_CASE("only a rule's decisive events claim a story; a cascade wrapper after a typed failure is its consequence",
+          "[fingerprint]") {
+  // "in capture_model" is a context event (an optional phase step): it explains nothing.
+  Harness ctx(compile_yaml(kRules));
+  ctx.lines({"Fatal Python error: Segmentation fault", "", "Stack (most recent call first):",
+             "  File \"/x/vllm/worker/model_runner.py\", line 725 in capture_model"});
+  ctx.replay.finish();
+  REQUIRE(ctx.of("unclassified-failure").size() == 1);
+  CHECK(ctx.pipeline.detector().stats().claimed == 0);
+
+  // The library's message just before the exception it causes claims it.
+  Harness before(compile_yaml(kRules));
+  before.lines({"Error: Failed to initialize the TMA descriptor 1", "Assertion `res == CUDA_SUCCESS` failed"});
+  before.replay.finish();
+  CHECK(before.of("unclassified-failure").empty());
+  CHECK(before.of("tma-descriptor").size() == 1);
+
+  // vLLM's API server prints EngineDeadError after the engine core's typed failure: no second, unclassified one.
+  Harness wrapper(compile_yaml(kRules));
+  wrapper.line("ERROR 11-29 10:08:01 [core.py:1] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB");
+  for (int i = 0; i < 30; ++i) wrapper.line("INFO 11-29 10:08:02 [api.py:1] request " + std::to_string(i));
+  wrapper.lines(with_prefix("(APIServer pid=1) ERROR 11-29 10:08:05 [async_llm.py:704] ",
+                            {"Traceback (most recent call last):", "  File \"/x/async_llm.py\", line 660, in output_handler",
+                             "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue."}));
+  wrapper.replay.finish();
+  CHECK(wrapper.of("cuda-oom").size() == 1);
+  CHECK(wrapper.of("unclassified-failure").empty());
+  CHECK(wrapper.pipeline.detector().stats().consequences == 1);
+
+  // Without the typed failure before it, the same wrapper is an unclassified failure of its own.
+  Harness alone(compile_yaml(kRules));
+  alone.lines(with_prefix("(APIServer pid=1) ERROR 11-29 10:08:05 [async_llm.py:704] ",
+                          {"Traceback (most recent call last):", "  File \"/x/async_llm.py\", line 660, in output_handler",
+                           "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue."}));
+  alone.replay.finish();
+  CHECK(alone.of("unclassified-failure").size() == 1);
+}
+
+TEST_CASE("client disconnects and cancelled requests are not failures", "[fingerprint]") {
+  Harness h(compile_yaml(kRules));
+  h.lines({"Traceback (most recent call last):",
+           "  File \"/x/uvicorn/protocols/http/httptools_impl.py\", line 544, in send",
+           "    raise ClientDisconnected",
+           "uvicorn.protocols.utils.ClientDisconnected",
+           "",
+           "During handling of the above exception, another exception occurred:",
+           "",
+           "Traceback (most recent call last):",
+           "  File \"/x/sglang/srt/entrypoints/http_server.py\", line 451, in stream_results",
+           "ConnectionResetError: [Errno 104] Connection reset by peer"});
+  for (int i = 0; i < 25; ++i) h.line("INFO request " + std::to_string(i));
+  h.line("ERROR 11-29 10:08:01 [serving_chat.py:1229] Error in chat completion stream generator.");
+  h.lines({"Traceback (most recent call last):", "  File \"/x/async_llm.py\", line 389, in generate",
+           "asyncio.exceptions.CancelledError"});
+  h.replay.finish();
+  CHECK(h.replay.incidents().empty());
+  auto inv = h.pipeline.detector().inventory();
+  REQUIRE(inv.size() == 2);
+  CHECK(inv[0].type == "uvicorn.protocols.utils.ClientDisconnected");
+  CHECK(inv[0].below_error);
 }
