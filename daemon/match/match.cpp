@@ -69,7 +69,7 @@ constexpr std::array<std::string_view, kStoryAnchorCount> kAnchorPatterns{
     R"(what\(\): )",
     R"(Assertion failed|Assertion `)",
     R"(Check failed: )",
-    R"(^F[0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2})",
+    R"(\*\*\* Check failure stack trace)",
     R"(Segmentation fault|\*\*\* SIG(SEGV|ABRT|BUS|ILL|FPE) received|Aborted \(core dumped\)|[0-9] Aborted  |Bus error \(core dumped\)|Illegal instruction \(core dumped\))",
     R"(Fatal Python error: )",
     R"(CUDA error: |CUDA error [0-9]+ at |cudaError[A-Z]|CUDA_ERROR_[A-Z])",
@@ -78,7 +78,7 @@ constexpr std::array<std::string_view, kStoryAnchorCount> kAnchorPatterns{
     R"(' panicked at )",
     R"(exited with code -?[1-9]|exitcode:? ?-?[1-9]|exit status -?[1-9]|exit code:? -?[1-9])",
     R"(\[Errno [0-9]+\] )",
-    R"([A-Za-z0-9](Error|Exception): |[a-z_]\.[A-Z][A-Za-z0-9]+: )",
+    R"([A-Za-z0-9](Error|Exception|Failed|Failure): |\.OutOfResources: )",
 };
 
 }  // namespace
