@@ -23,6 +23,8 @@ struct Command {
 constexpr std::array kCommands{
     Command{"run", "follow logs and raise incidents (the daemon)", faultline::app::run_command},
     Command{"scan", "scan files or standard input once and print the incidents found", faultline::app::cmd_scan},
+    Command{"fingerprints", "list the failure stories found in files, by fingerprint, and which rule claims them",
+            faultline::app::cmd_fingerprints},
     Command{"check", "validate rule files and compile their patterns", faultline::app::cmd_check},
     Command{"test", "run the tests of rule files", faultline::app::cmd_test},
     Command{"rules", "list the loaded rules (rules list [--markdown])", faultline::app::cmd_rules},
@@ -33,7 +35,7 @@ std::string usage() {
   std::string out = "usage: faultline <command> [options]\n\ncommands:\n";
   for (const auto& c : kCommands) {
     std::string name = c.name;
-    name.resize(9, ' ');
+    name.resize(14, ' ');
     out += "  " + name + c.summary + "\n";
   }
   out += "\n'faultline <command> --help' describes a command.\n";

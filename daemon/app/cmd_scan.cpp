@@ -50,18 +50,6 @@ cli::Parser scan_parser(ScanFlags& f) {
   return cli;
 }
 
-// What a file's bytes were read at: --now, else its modification time; standard input is read now.
-Time read_time_of(const std::string& input, const std::optional<Time>& now) {
-  if (now) return *now;
-  if (input != "-") {
-    struct stat st {};
-    if (::stat(input.c_str(), &st) == 0) {
-      return Time(std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec));
-    }
-  }
-  return SystemClock::instance().now();
-}
-
 // Lines before a file's first timestamp take that time (a log often starts with lines that print none: warnings, a
 // banner), looked for this far ahead; a file that prints none so early is read at its read time (mtime or --now).
 constexpr std::size_t kLookAheadLines = 1000;
@@ -87,19 +75,6 @@ std::optional<Time> first_time_in(std::string_view head, const DecodeOptions& de
     if (batch[i].time_from_log) return batch[i].time;
   }
   return std::nullopt;
-}
-
-StreamIdentity identity_of(const std::string& input) {
-  const bool is_stdin = input == "-";
-  StreamIdentity id;
-  id.name = is_stdin ? "stdin" : input;
-  id.logical = id.name;
-  id.instance = id.name;
-  id.set_label(LabelKey::source, is_stdin ? "stdin" : "file");
-  // A scan knows nothing of hosts: each input is a node of its own, so that rules keyed by node (the kernel log)
-  // never join lines of two files, and the order of the files does not matter.
-  id.set_label(LabelKey::node, id.name);
-  return id;
 }
 
 void print_summary(const Replay& replay, const CompiledRules& compiled, double seconds) {
@@ -143,10 +118,10 @@ int cmd_scan(const Args& args) {
       return 2;
     }
     // One clock per file: each stream's clock runs on its own lines, so the order of the files does not matter.
-    const Time read_time = read_time_of(input, f.now);
+    const Time read_time = input_read_time(input, f.now);
     DecodeOptions stream_decode = decode;
     stream_decode.time.reference = read_time;  // times printed without a year
-    const std::uint32_t stream = replay.add_stream(identity_of(input), stream_decode);
+    const std::uint32_t stream = replay.add_stream(input_identity(input), stream_decode);
     // What is fed is read at the time of the file's first timestamp, so the lines before it take that time.
     std::string head;  // the first pieces, copied while they are too short to look ahead in
     bool started = false;

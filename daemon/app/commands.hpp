@@ -7,6 +7,7 @@
 namespace faultline::app {
 
 int cmd_scan(const Args& args);
+int cmd_fingerprints(const Args& args);
 int cmd_check(const Args& args);
 int cmd_test(const Args& args);
 int cmd_rules(const Args& args);

@@ -1,5 +1,7 @@
 #include "input.hpp"
 
+#include "faultline/clock.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -111,6 +113,31 @@ bool ScanInput::next(std::string_view& piece) {
     error_ = std::strerror(errno);
     return false;
   }
+}
+
+// What a file's bytes were read at: --now, else its modification time; standard input is read now.
+Time input_read_time(const std::string& input, const std::optional<Time>& now) {
+  if (now) return *now;
+  if (input != "-") {
+    struct stat st {};
+    if (::stat(input.c_str(), &st) == 0) {
+      return Time(std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec));
+    }
+  }
+  return SystemClock::instance().now();
+}
+
+StreamIdentity input_identity(const std::string& input) {
+  const bool is_stdin = input == "-";
+  StreamIdentity id;
+  id.name = is_stdin ? "stdin" : input;
+  id.logical = id.name;
+  id.instance = id.name;
+  id.set_label(LabelKey::source, is_stdin ? "stdin" : "file");
+  // A scan knows nothing of hosts: each input is a node of its own, so that rules keyed by node (the kernel log)
+  // never join lines of two files, and the order of the files does not matter.
+  id.set_label(LabelKey::node, id.name);
+  return id;
 }
 
 }  // namespace faultline::app

@@ -6,9 +6,18 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <optional>
 #include <vector>
 
+#include "faultline/incident.hpp"
+#include "faultline/types.hpp"
+
 namespace faultline::app {
+
+// What a file's bytes were read at: `now` when given, else its modification time; standard input is read now.
+Time input_read_time(const std::string& input, const std::optional<Time>& now);
+// The stream a `scan` input is: its path (or "stdin") as name and logical identity, labelled by its source kind.
+StreamIdentity input_identity(const std::string& input);
 
 class ScanInput {
  public:

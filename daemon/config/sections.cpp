@@ -170,6 +170,50 @@ void decode_pipeline(Reader& r, const YAML::Node& n, PipelineOptions& p) {
             });
 }
 
+// fingerprints: {enabled: B, overrides: {FINGERPRINT: {severity: S, silence: B, why: "..."}}}
+void decode_fingerprints(Reader& r, const YAML::Node& n, DetectorOptions& d) {
+  r.mapping(n, "fingerprints",
+            {
+                {"enabled", r.boolean(d.enabled, "fingerprints.enabled")},
+                {"overrides", [&](const YAML::Node& v) {
+                   if (v.IsNull()) return;
+                   if (!v.IsMap()) {
+                     r.error(v, "fingerprints.overrides: expected a mapping of fingerprints, got " +
+                                    std::string(yaml::kind_name(v)));
+                     return;
+                   }
+                   for (auto it = v.begin(); it != v.end(); ++it) {
+                     const YAML::Node key = it->first;
+                     const YAML::Node body = it->second;
+                     if (!r.scalar(key, "fingerprints.overrides")) continue;
+                     FingerprintOverride o;
+                     o.fingerprint = key.Scalar();
+                     const std::string where = "fingerprints.overrides." + o.fingerprint;
+                     if (o.fingerprint.size() != 16 ||
+                         o.fingerprint.find_first_not_of("0123456789abcdef") != std::string::npos) {
+                       r.error(key, where + ": expected a fingerprint of 16 hex digits (as `faultline fingerprints` "
+                                            "prints it)");
+                       continue;
+                     }
+                     r.mapping(body, where,
+                               {
+                                   {"severity", [&](const YAML::Node& s) {
+                                      if (!r.scalar(s, where + ".severity")) return;
+                                      if (auto sev = parse_severity(s.Scalar())) o.severity = *sev;
+                                      else r.error(s, where + ".severity: expected info, warning or critical, got '" +
+                                                          excerpt(s.Scalar()) + "'");
+                                    }},
+                                   {"silence", r.boolean(o.silence, where + ".silence")},
+                                   {"why", r.string(o.why, where + ".why")},
+                               });
+                     if (o.silence && o.why.empty())
+                       r.error(body, where + ": a silenced fingerprint needs `why` (what makes it harmless)");
+                     d.overrides.push_back(std::move(o));
+                   }
+                 }},
+            });
+}
+
 void decode_server(Reader& r, const YAML::Node& n, ServerSettings& s) {
   r.mapping(n, "server",
             {
@@ -265,6 +309,7 @@ void decode_config(Reader& r, const YAML::Node& root, Config& c, const std::stri
                 {"sources", [&](const YAML::Node& n) { decode_sources(r, n, c.sources, dir); }},
                 {"tail", [&](const YAML::Node& n) { decode_tail(r, n, c.tail, c.max_line_bytes); }},
                 {"pipeline", [&](const YAML::Node& n) { decode_pipeline(r, n, c.pipeline); }},
+                {"fingerprints", [&](const YAML::Node& n) { decode_fingerprints(r, n, c.pipeline.fingerprint); }},
                 {"checkpoint_interval", r.duration(c.checkpoint_interval, "checkpoint_interval")},
                 {"shutdown_timeout", r.duration(c.shutdown_timeout, "shutdown_timeout", Zero::allowed)},
                 {"server", [&](const YAML::Node& n) { decode_server(r, n, c.server); }},

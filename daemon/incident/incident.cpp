@@ -106,6 +106,10 @@ std::string to_json(const Incident& in) {
   } else {
     j["caused_by"] = nullptr;
   }
+  if (!in.fingerprint.empty()) {
+    j["fingerprint"] = in.fingerprint;
+    j["template"] = sanitize_utf8(in.message_template);
+  }
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -144,6 +148,8 @@ std::optional<Incident> incident_from_json(std::string_view text, std::string* e
       in.caused_by = j["caused_by"].value("id", "");
       in.caused_by_rule = j["caused_by"].value("rule", "");
     }
+    in.fingerprint = j.value("fingerprint", "");
+    in.message_template = j.value("template", "");
     return in;
   } catch (const std::exception& e) {
     if (error) *error = e.what();
@@ -176,6 +182,7 @@ std::string to_text(const Incident& in, bool colour) {
   if (in.last_seen != in.first_seen) out += " .. " + format_time(in.last_seen);
   if (in.count > 1) out += "  (" + std::to_string(in.count) + " times)";
   out += "\n";
+  if (!in.fingerprint.empty()) out += "  fingerprint: " + in.fingerprint + "  " + sanitize_utf8(in.message_template) + "\n";
   if (in.caused_by) out += "  caused by: " + in.caused_by_rule + " (incident " + *in.caused_by + ")\n";
   if (!in.fields.empty()) {
     out += "  fields:   ";

@@ -7,6 +7,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
+#include <cassert>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -59,7 +61,48 @@ bool may_cross_newline(std::string_view re) {
   return false;
 }
 
+// The story anchors, in StoryAnchor order. Each is anchored on rare literal text (no leading wildcard) so it adds
+// little to the scan; none can match across a newline, so every anchor hit lies inside one line.
+constexpr std::array<std::string_view, kStoryAnchorCount> kAnchorPatterns{
+    R"(Traceback \(most recent call last\):)",
+    R"(terminate called (after throwing|without an active exception|recursively))",
+    R"(what\(\): )",
+    R"(Assertion failed|Assertion `)",
+    R"(Check failed: )",
+    R"(\*\*\* Check failure stack trace)",
+    R"(Segmentation fault|\*\*\* SIG(SEGV|ABRT|BUS|ILL|FPE) received|Aborted \(core dumped\)|[0-9] Aborted  |Bus error \(core dumped\)|Illegal instruction \(core dumped\))",
+    R"(Fatal Python error: )",
+    R"(CUDA error: |CUDA error [0-9]+ at |cudaError[A-Z]|CUDA_ERROR_[A-Z])",
+    R"(CUBLAS_STATUS_[A-Z]|CUDNN_STATUS_[A-Z])",
+    R"(panic: )",
+    R"(' panicked at )",
+    R"(exited with code -?[1-9]|exitcode:? ?-?[1-9]|exit status -?[1-9]|exit code:? -?[1-9])",
+    R"(\[Errno [0-9]+\] )",
+    R"([A-Za-z0-9](Error|Exception|Failed|Failure): |\.OutOfResources: )",
+};
+
 }  // namespace
+
+std::string_view to_string(StoryAnchor anchor) {
+  switch (anchor) {
+    case StoryAnchor::traceback: return "traceback";
+    case StoryAnchor::terminate: return "terminate";
+    case StoryAnchor::what: return "what";
+    case StoryAnchor::assertion: return "assertion";
+    case StoryAnchor::check_failed: return "check-failed";
+    case StoryAnchor::glog_fatal: return "glog-fatal";
+    case StoryAnchor::signal: return "signal";
+    case StoryAnchor::fatal_python: return "fatal-python";
+    case StoryAnchor::cuda_error: return "cuda-error";
+    case StoryAnchor::library_status: return "library-status";
+    case StoryAnchor::go_panic: return "go-panic";
+    case StoryAnchor::rust_panic: return "rust-panic";
+    case StoryAnchor::exit_status: return "exit-status";
+    case StoryAnchor::errno_error: return "errno-error";
+    case StoryAnchor::exception_line: return "exception";
+  }
+  return "";
+}
 
 struct CompiledRules::Impl {
   DatabasePtr db;
@@ -73,7 +116,7 @@ struct CompiledRules::Impl {
 CompiledRules::CompiledRules(RuleSet rules, std::unique_ptr<Impl> impl)
     : rules_(std::move(rules)), impl_(std::move(impl)) {}
 CompiledRules::~CompiledRules() = default;
-std::size_t CompiledRules::pattern_count() const { return impl_->ids.size(); }
+std::size_t CompiledRules::pattern_count() const { return impl_->ids.size(); }  // the rules' own, not the anchors
 
 CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
   CompileResult result;
@@ -133,6 +176,12 @@ CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
     result.diagnostics.push_back({Diagnostic::Kind::error, Position{}, "no rules to compile"});
     return result;
   }
+  // The story anchors follow the rules' expressions: an expression id at or past ids.size() is an anchor.
+  for (std::size_t k = 0; k < kAnchorPatterns.size(); ++k) {
+    hs_ids.push_back(static_cast<unsigned>(patterns.size()));
+    patterns.emplace_back(kAnchorPatterns[k]);
+    flags.push_back(HS_FLAG_MULTILINE);
+  }
 
   // Cache key: library version, platform, and every pattern with its flags.
   std::uint64_t key = mix_part(kFnv1a64Offset, hs_version());
@@ -173,6 +222,7 @@ CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
         if (hs_compile(patterns[i].c_str(), flags[i], HS_MODE_BLOCK, &platform, &single, &single_err) != HS_SUCCESS) {
           CompileErrorPtr guard(single_err);
           found = true;
+          assert(i < sources.size() && "a story anchor does not compile");
           result.diagnostics.push_back(
               {Diagnostic::Kind::error, sources[i]->pos,
                "rule '" + owners[i]->id + "', event '" + sources[i]->name + "': Hyperscan cannot compile pattern '" +
@@ -270,6 +320,11 @@ const std::shared_ptr<const CompiledRules>& Scanner::shared_rules() const { retu
 const ScanStats& Scanner::stats() const { return impl_->stats; }
 
 void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out) {
+  std::vector<AnchorHit> ignored;
+  scan(batch, out, ignored);
+}
+
+void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out, std::vector<AnchorHit>& anchors) {
   if (batch.empty()) return;
   Impl& s = *impl_;
   const auto& compiled = *s.rules->impl_;
@@ -291,7 +346,13 @@ void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out) {
   std::sort(s.candidates.begin(), s.candidates.end());
   s.candidates.erase(std::unique(s.candidates.begin(), s.candidates.end()), s.candidates.end());
 
+  const std::size_t rule_exprs = compiled.ids.size();
   for (const auto& c : s.candidates) {
+    if (c.expr >= rule_exprs) {
+      anchors.push_back({c.record, static_cast<StoryAnchor>(c.expr - rule_exprs)});
+      ++s.stats.anchor_hits;
+      continue;
+    }
     std::uint8_t mask = compiled.level_mask[c.expr];
     if (mask != 0xff && !(mask & (1u << static_cast<unsigned>(batch[c.record].level)))) continue;
     Hit hit;

@@ -62,6 +62,8 @@ void TotalsCollector::collect() {
   raise_to(metrics_.stories_dropped(), t.stories_dropped);
   raise_to(metrics_.timestamps_rejected_future(), t.timestamps_rejected_future);
   raise_to(metrics_.stream_clock_resets(), t.stream_clock_resets);
+  metrics_.fingerprints_distinct().Set(static_cast<double>(t.fingerprints_distinct));
+  for (std::size_t k = 0; k < t.failure_stories.size(); ++k) raise_to(metrics_.failure_stories(k), t.failure_stories[k]);
   raise_to(metrics_.file_reopens(), t.file_reopens);
   metrics_.files_waiting().Set(static_cast<double>(t.files_waiting));
 }

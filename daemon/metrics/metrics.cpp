@@ -147,6 +147,19 @@ Metrics::Metrics(std::string_view version) : registry_(std::make_shared<promethe
                                          "clock went back there and a new epoch of the stream began.")
                                    .Register(r);
 
+  fingerprints_distinct_family_ = &BuildGauge()
+                                      .Name("faultline_fingerprints_distinct")
+                                      .Help("Distinct fingerprints of failure stories seen (claimed by a rule or not).")
+                                      .Register(r);
+  failure_stories_total_ = &BuildCounter()
+                                .Name("faultline_failure_stories_total")
+                                .Help("Failure stories found by the story anchors, by outcome.")
+                                .Register(r);
+  fingerprints_distinct_ = &fingerprints_distinct_family_->Add({});
+  failure_stories_ = {&failure_stories_total_->Add({{"outcome", "raised"}}),
+                      &failure_stories_total_->Add({{"outcome", "claimed"}}),
+                      &failure_stories_total_->Add({{"outcome", "below_error"}}),
+                      &failure_stories_total_->Add({{"outcome", "silenced"}})};
   lines_shed_ = &lines_shed_total_->Add({});
   state_write_failures_[0] = &state_write_failures_total_->Add({{"what", "checkpoint"}});
   state_write_failures_[1] = &state_write_failures_total_->Add({{"what", "journal"}});

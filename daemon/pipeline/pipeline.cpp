@@ -10,6 +10,7 @@ struct Pipeline::Impl {
   std::shared_ptr<const CompiledRules> rules;
   Scanner scanner;
   Correlator correlator;
+  Detector detector;
   IncidentHandler on_incident;
   HitObserver observer;
   PipelineOptions options;
@@ -18,10 +19,12 @@ struct Pipeline::Impl {
   std::vector<DecodeOptions> decode_options;
   RecordBatch batch;
   std::vector<Hit> hits;
+  std::vector<AnchorHit> anchors;
   std::vector<Incident> incidents;
 
   Impl(std::shared_ptr<const CompiledRules> r, IncidentHandler h, PipelineOptions o)
-      : rules(r), scanner(r), correlator(r, o.correlator), on_incident(std::move(h)), options(o) {}
+      : rules(r), scanner(r), correlator(r, o.correlator), detector(r, o.fingerprint), on_incident(std::move(h)),
+        options(o) {}
 
   void deliver() {
     for (const auto& inc : incidents) {
@@ -34,7 +37,8 @@ struct Pipeline::Impl {
   void drain() {
     if (batch.empty()) return;
     hits.clear();
-    scanner.scan(batch, hits);
+    anchors.clear();
+    scanner.scan(batch, hits, anchors);
     stats.hits += hits.size();
     stats.lines += batch.size();
     for (const auto& rec : batch.records()) stats.truncated += rec.truncated ? 1 : 0;
@@ -42,6 +46,7 @@ struct Pipeline::Impl {
       for (const auto& h : hits) observer(h, batch);
     }
     correlator.process(batch, hits, incidents);
+    detector.process(batch, anchors, hits, incidents);
     batch.clear();
     deliver();
   }
@@ -55,6 +60,7 @@ std::uint32_t Pipeline::add_stream(StreamIdentity identity, DecodeOptions decode
   auto index = static_cast<std::uint32_t>(impl_->decoders.size());
   impl_->decoders.emplace_back(index, decode);
   impl_->decode_options.push_back(decode);
+  impl_->detector.set_stream(index, identity);
   impl_->correlator.set_stream(index, std::move(identity));
   return index;
 }
@@ -65,7 +71,10 @@ void Pipeline::new_instance(std::uint32_t stream, StreamIdentity identity, std::
   impl_->decoders.at(stream) = Decoder(stream, impl_->decode_options.at(stream));
   if (offset != 0) impl_->decoders[stream].resume_at(offset, 1);
   impl_->correlator.new_instance(stream, identity.instance);
+  impl_->detector.new_instance(stream, impl_->incidents);
+  impl_->detector.set_stream(stream, identity);
   impl_->correlator.set_stream(stream, std::move(identity));
+  impl_->deliver();
 }
 
 void Pipeline::resume(std::uint32_t stream, std::uint64_t offset, std::uint64_t line) {
@@ -100,6 +109,7 @@ void Pipeline::drain() { impl_->drain(); }
 void Pipeline::advance(Time now) {
   impl_->drain();
   impl_->correlator.advance(now, impl_->incidents);
+  impl_->detector.advance(now, impl_->incidents);
   impl_->deliver();
 }
 
@@ -113,6 +123,7 @@ void Pipeline::finish(Time read_time) {
   for (auto& d : impl_->decoders) d.flush(read_time, impl_->batch);
   impl_->drain();
   impl_->correlator.finish(impl_->incidents);
+  impl_->detector.finish(impl_->incidents);
   impl_->deliver();
 }
 
@@ -126,6 +137,7 @@ void Pipeline::replace_rules(std::shared_ptr<const CompiledRules> rules) {
   impl_->drain();
   impl_->scanner = Scanner(rules);
   impl_->correlator.replace_rules(rules);
+  impl_->detector.replace_rules(rules);
   impl_->rules = std::move(rules);
 }
 
@@ -140,6 +152,7 @@ Result<void> Pipeline::load_state(std::string_view json) { return impl_->correla
 void Pipeline::set_trace(std::function<void(const std::string&)> trace) { impl_->correlator.set_trace(std::move(trace)); }
 Time Pipeline::now() const { return impl_->correlator.now(); }
 const CorrelatorStats& Pipeline::correlator_stats() const { return impl_->correlator.stats(); }
+const Detector& Pipeline::detector() const { return impl_->detector; }
 const CompiledRules& Pipeline::rules() const { return *impl_->rules; }
 void Pipeline::set_hit_observer(HitObserver observer) { impl_->observer = std::move(observer); }
 const PipelineStats& Pipeline::stats() const { return impl_->stats; }

@@ -54,6 +54,9 @@ PipelineTotals gather_totals(const StreamAdapter& adapter, const Tailer& tailer,
   out.stories_dropped = pipeline.correlator_stats().stories_dropped;
   out.timestamps_rejected_future = pipeline.correlator_stats().times_rejected_future;
   out.stream_clock_resets = pipeline.correlator_stats().times_went_back;
+  const DetectorStats& d = pipeline.detector().stats();
+  out.fingerprints_distinct = pipeline.detector().distinct();
+  out.failure_stories = {d.raised, d.claimed, d.below_error, d.silenced};
   out.files_waiting = tailer.stats().files_waiting;
   out.file_reopens = tailer.stats().file_reopens;
   return out;

@@ -63,6 +63,10 @@ struct Incident {
   Fields labels;               // the rule's static labels
   std::optional<std::string> caused_by;  // id of the root-cause incident that explains this one
   std::string caused_by_rule;            // and its rule
+  // A failure story no rule claims (rule `unclassified-failure`): its stable fingerprint (16 hex digits) and the
+  // terminal message as a template. Empty for typed incidents; omitted from the JSON then.
+  std::string fingerprint;
+  std::string message_template;
   // Not part of the JSON: when the line that caused this revision was read (for latency metrics).
   std::chrono::steady_clock::time_point read_at{};
 };

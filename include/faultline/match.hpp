@@ -28,6 +28,35 @@ struct Hit {
   Fields fields;             // named captures, then the event's static `set` fields
 };
 
+// The story anchors: reserved patterns compiled into every database beside the rules' events. They mark where a
+// failure story of any stack begins or ends (a Python traceback, a C++ terminate, a CUDA status, a panic, a
+// supervisor's exit line). Their hits go to the fingerprint room, never to the correlator; the Scanner reports them
+// apart from rule hits. No rule can name them.
+enum class StoryAnchor : std::uint8_t {
+  traceback,       // Traceback (most recent call last):
+  terminate,       // terminate called after throwing an instance of '...'
+  what,            // what():  (the message of a C++ terminate)
+  assertion,       // Assertion failed / Assertion `x' failed
+  check_failed,    // glog Check failed:
+  glog_fatal,      // a glog F line
+  signal,          // Segmentation fault, SIGSEGV, Aborted (core dumped), ...
+  fatal_python,    // Fatal Python error:
+  cuda_error,      // CUDA error: , cudaError..., CUDA_ERROR_...
+  library_status,  // CUBLAS_STATUS_..., CUDNN_STATUS_...
+  go_panic,        // panic:
+  rust_panic,      // thread '...' panicked at
+  exit_status,     // exited with code N, exitcode N, exit status N (N != 0)
+  errno_error,     // [Errno N] (only a story where the line is logged as an error)
+  exception_line,  // pkg.SomeError: message — a traceback's last line, also when its head was not logged
+};
+constexpr std::size_t kStoryAnchorCount = 15;
+std::string_view to_string(StoryAnchor anchor);
+
+struct AnchorHit {
+  std::uint32_t record = 0;  // index in the scanned batch
+  StoryAnchor anchor = StoryAnchor::traceback;
+};
+
 struct CompileOptions {
   std::string cache_dir;  // where serialized databases are kept; empty: no cache
 };
@@ -75,6 +104,7 @@ struct ScanStats {
   std::uint64_t records = 0;
   std::uint64_t candidates = 0;  // Hyperscan matches (before level filter and RE2 confirmation)
   std::uint64_t hits = 0;
+  std::uint64_t anchor_hits = 0;  // story anchors (AnchorHit), counted apart from rule hits
 };
 
 // Scans batches against one CompiledRules. Owns the Hyperscan scratch; not thread-safe, one per thread.
@@ -87,6 +117,9 @@ class Scanner {
 
   // Appends the hits of `batch` to `out` in record order, at most one per (record, event).
   void scan(const RecordBatch& batch, std::vector<Hit>& out);
+  // The same pass, also appending the story anchors that hit to `anchors` in record order, at most one per (record,
+  // anchor). Rule hits are exactly those of scan(batch, out).
+  void scan(const RecordBatch& batch, std::vector<Hit>& out, std::vector<AnchorHit>& anchors);
 
   const CompiledRules& rules() const;
   const std::shared_ptr<const CompiledRules>& shared_rules() const;

@@ -6,6 +6,7 @@
 // atomics in the metrics). Handles live as long as the Metrics object.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -89,6 +90,9 @@ class Metrics {
   prometheus::Histogram& incident_latency() { return *incident_latency_; }
   prometheus::Gauge& rules_loaded() { return *rules_loaded_; }
   prometheus::Counter& stories_dropped() { return *stories_dropped_; }
+  prometheus::Gauge& fingerprints_distinct() { return *fingerprints_distinct_; }
+  // Failure stories by outcome, indexed like PipelineTotals::failure_stories.
+  prometheus::Counter& failure_stories(std::size_t outcome) { return *failure_stories_[outcome]; }
   prometheus::Gauge& incident_queue_length() { return *incident_queue_length_; }
   prometheus::Gauge& files_waiting() { return *files_waiting_; }
   prometheus::Counter& file_reopens() { return *file_reopens_; }
@@ -148,6 +152,8 @@ class Metrics {
   Fam<prometheus::Gauge>* state_writable_family_;
   Fam<prometheus::Counter>* timestamps_rejected_total_;
   Fam<prometheus::Counter>* stream_clock_resets_total_;
+  Fam<prometheus::Gauge>* fingerprints_distinct_family_;
+  Fam<prometheus::Counter>* failure_stories_total_;
 
   prometheus::Counter* lines_shed_;
   prometheus::Histogram* incident_latency_;
@@ -160,6 +166,8 @@ class Metrics {
   prometheus::Gauge* state_writable_;
   prometheus::Counter* timestamps_rejected_future_;
   prometheus::Counter* stream_clock_resets_;
+  prometheus::Gauge* fingerprints_distinct_;
+  std::array<prometheus::Counter*, 4> failure_stories_{};
   prometheus::Gauge* checkpoint_age_;
   prometheus::Gauge* last_reload_success_ts_;
   prometheus::Counter* reload_success_;
@@ -198,6 +206,9 @@ struct PipelineTotals {
   std::uint64_t stories_dropped = 0;
   std::uint64_t timestamps_rejected_future = 0;  // lines dated too far ahead of the wall clock
   std::uint64_t stream_clock_resets = 0;         // lines far before their stream's clock: a new epoch of it
+  std::uint64_t fingerprints_distinct = 0;  // failure stories' fingerprints in the inventory
+  // Failure stories by outcome: raised (unclassified), claimed (a typed rule), below_error, silenced.
+  std::array<std::uint64_t, 4> failure_stories{};
   std::uint64_t files_waiting = 0;  // files kept without a descriptor with bytes that may be unread
   std::uint64_t file_reopens = 0;
 };

@@ -12,6 +12,7 @@
 
 #include "faultline/correlate.hpp"
 #include "faultline/decode.hpp"
+#include "faultline/fingerprint.hpp"
 #include "faultline/incident.hpp"
 #include "faultline/match.hpp"
 #include "faultline/result.hpp"
@@ -21,6 +22,7 @@ namespace faultline {
 struct PipelineOptions {
   std::size_t batch_bytes = 256 * 1024;  // scan when the batch holds this much text
   CorrelatorOptions correlator;
+  DetectorOptions fingerprint;  // failure stories no rule claims (`enabled = false`: typed incidents only)
 };
 
 struct PipelineStats {
@@ -84,6 +86,8 @@ class Pipeline {
   // The event clock: where correlation stands (the latest of the streams' clocks, moved on by advance()/tick()).
   Time now() const;
   const CorrelatorStats& correlator_stats() const;
+  // The failure stories no rule claims: the inventory of fingerprints and its counters.
+  const Detector& detector() const;
 
   const CompiledRules& rules() const;
   void set_hit_observer(HitObserver observer);

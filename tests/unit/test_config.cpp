@@ -188,7 +188,7 @@ TEST_CASE("a sink's problems are reported at its own entry, whichever entry it i
 
 TEST_CASE("unknown keys are errors at the key, at every level") {
   CHECK(only_error(load("colour: blue\n")) == "1:1: config: unknown key 'colour' (known: node_name, utc_offset, state_dir, "
-                                              "listen, output, log, rules, sources, tail, pipeline, "
+                                              "listen, output, log, rules, sources, tail, pipeline, fingerprints, "
                                               "checkpoint_interval, shutdown_timeout, server, redaction, "
                                               "queue_capacity, max_incidents, sinks)");
   CHECK(has_error_at(load("log:\n  lvl: info\n"), 2, 3, "log: unknown key 'lvl'"));
@@ -382,4 +382,28 @@ TEST_CASE("config values are bounded: long values are errors, echoes are excerpt
   auto missing = load_config(path.string());
   REQUIRE(missing.diagnostics.size() == 1);
   CHECK(missing.diagnostics[0].unreadable);
+}
+
+TEST_CASE("fingerprints: per-fingerprint severity and silence, a silence needs its reason") {
+  auto r = load(R"(
+fingerprints:
+  enabled: true
+  overrides:
+    3f9a0c1d2b4e5f60: {severity: info}
+    a1b2c3d4e5f60718: {silence: true, why: "the warm-up probe fails once at start"}
+)");
+  REQUIRE(r.ok());
+  const auto& o = r.config.pipeline.fingerprint.overrides;
+  REQUIRE(o.size() == 2);
+  CHECK(o[0].fingerprint == "3f9a0c1d2b4e5f60");
+  CHECK(o[0].severity == Severity::info);
+  CHECK(o[1].silence);
+  CHECK(o[1].why == "the warm-up probe fails once at start");
+
+  auto bad = load("fingerprints:\n  overrides:\n    nothex: {severity: info}\n    a1b2c3d4e5f60718: {silence: true}\n");
+  CHECK_FALSE(bad.ok());
+  std::string all;
+  for (const auto& d : bad.diagnostics) all += d.str() + "\n";
+  CHECK(all.find("16 hex digits") != std::string::npos);
+  CHECK(all.find("needs `why`") != std::string::npos);
 }

@@ -1,0 +1,636 @@
+// The Detector: per stream, at most one open story. An anchor opens it; the stream's following lines continue it
+// while they are part of a failure story (frames, chained tracebacks, what(), stack dumps, further anchors) and for
+// `linger_lines` more; then it closes and is fingerprinted. Only anchor lines and the lines of streams with an open
+// story are looked at: the cost on healthy logs is one store per line.
+#include <algorithm>
+#include <cctype>
+#include <deque>
+#include <unordered_map>
+
+#include "exception_line.hpp"
+#include "faultline/fingerprint.hpp"
+
+namespace faultline {
+
+namespace {
+
+bool is_space(char c) { return c == ' ' || c == '\t'; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && (is_space(s.back()) || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+bool contains(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
+
+bool below_error(Level l) {
+  return l == Level::trace || l == Level::debug || l == Level::info || l == Level::warning;
+}
+
+// Anchors that report the end of a process rather than a failure's cause: when one follows a story closely, it is
+// that story's consequence.
+bool consequence_anchor(StoryAnchor a) { return a == StoryAnchor::signal || a == StoryAnchor::exit_status; }
+
+// Anchors after which the process is gone.
+bool fatal_anchor(StoryAnchor a) {
+  switch (a) {
+    case StoryAnchor::terminate:
+    case StoryAnchor::signal:
+    case StoryAnchor::fatal_python:
+    case StoryAnchor::check_failed:
+    case StoryAnchor::glog_fatal:
+    case StoryAnchor::assertion:
+    case StoryAnchor::go_panic:
+    case StoryAnchor::exit_status:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Is this line (logger prefix removed) part of a failure story: a frame, a dump line, a chain marker?
+bool story_line(std::string_view stripped) {
+  if (stripped.empty()) return false;
+  if (is_space(stripped[0])) return true;  // frames, source lines, carets, what(), dump columns
+  std::string_view t = trim(stripped);
+  static constexpr std::string_view kMarkers[] = {
+      "The above exception was the direct cause", "During handling of the above exception",
+      "Stack (most recent call first)", "Current thread 0x", "Thread 0x", "Extension modules:",
+      "*** Check failure stack trace", "stack backtrace:", "Exception raised from", "note: run with",
+      "PC: @", "*** SIG", "[Previous line repeated", "frame #", "goroutine ", "created by ", "Traceback (most recent",
+      "Fatal Python error", "Error in cpuinfo", "Aborted", "@ 0x", "File \"", "^"};
+  for (auto m : kMarkers) {
+    if (t.starts_with(m)) return true;
+  }
+  // Go frames: "runtime.gopark(0x1b8?, ...)" / "main.main()".
+  if (auto open = t.find('('); open != std::string_view::npos && open > 0 && t.back() == ')' &&
+                               t.substr(0, open).find(' ') == std::string_view::npos &&
+                               t.substr(0, open).find('.') != std::string_view::npos)
+    return true;
+  return t.size() > 1 && t[0] == '#' && t[1] >= '0' && t[1] <= '9';
+}
+
+// Exceptions that report a client or an operator going away, not a failure: a cancelled request's task, a client
+// that disconnected mid-stream, Ctrl-C. Stories rooted in one are inventoried, never raised.
+bool benign_type(std::string_view type) {
+  auto dot = type.rfind('.');
+  std::string_view name = dot == std::string_view::npos ? type : type.substr(dot + 1);
+  return name == "CancelledError" || name == "ClientDisconnected" || name == "ClientDisconnect" ||
+         name == "GeneratorExit" || name == "KeyboardInterrupt";
+}
+
+bool exception_start(std::string_view t) { return !fingerprint_detail::exception_class(t).empty(); }
+
+// Is the story's next unindented line part of it: a traceback's exception, a panic's message on its own line?
+bool awaits_message(const std::vector<StoryAnchor>& anchors, std::string_view stripped) {
+  for (auto a : anchors) {
+    if (a == StoryAnchor::traceback) return true;
+    if (a == StoryAnchor::rust_panic && trim(stripped).ends_with(":")) return true;
+  }
+  return false;
+}
+
+struct StoryLine {
+  std::uint64_t line = 0;
+  std::uint64_t offset = 0;
+  Time time{};
+  Level level = Level::unknown;
+  std::string text;
+  std::string event;  // the anchor it hit; empty for other lines
+  std::int32_t claimed_by = -1;  // the non-cascade rule whose event hit the line
+  bool consequence = false;      // a cascade rule's event hit the line (engine dead, worker died, ...)
+};
+
+struct OpenStory {
+  std::vector<StoryLine> lines;
+  std::size_t relevant_end = 0;  // lines before it are the story; the rest linger
+  std::uint32_t lingering = 0;
+  bool awaiting_exception = false;  // inside a traceback: the next unindented line is its exception
+  std::vector<StoryAnchor> anchors;
+  Level context_level = Level::unknown;  // of the line before the story
+  std::string context_text;
+  std::string instance;
+  Time last_time{};
+  std::uint64_t prior_claim = 0;  // the stream's last claimed line when the story opened
+  std::int32_t prior_claim_rule = -1;
+};
+
+// A typed rule's line this close before a story is part of it: the library's own message printed just before the
+// exception or the abort it causes.
+constexpr std::uint64_t kClaimLookback = 8;
+// How long after a typed failure a cascade rule's wrapper story is still its consequence (the cascade rules' window).
+constexpr Duration kConsequenceTime = std::chrono::minutes(2);
+
+struct StreamState {
+  StreamIdentity identity;
+  std::optional<OpenStory> story;
+  // The line before the next one: its level and text (a traceback printed under a DEBUG record inherits DEBUG).
+  Level prev_level = Level::unknown;
+  std::string prev_text;
+  std::uint64_t last_story_end = 0;  // line number where the last story (claimed or not) ended; 0: none
+  std::uint64_t last_claim = 0;      // line number of the last line a non-cascade rule matched; 0: none
+  std::int32_t last_claim_rule = -1;
+  Time last_claim_time{};
+  std::string last_incident;         // the book key of the incident the last story raised
+  std::uint32_t last_index = 0;      // in this batch
+  bool in_batch = false;
+};
+
+}  // namespace
+
+struct Detector::Impl {
+  std::shared_ptr<const CompiledRules> rules;
+  DetectorOptions options;
+  DetectorStats stats;
+  std::vector<StreamState> streams;
+  std::unordered_map<std::string, FingerprintOverride> overrides;
+  // The inventory and the incident book, bounded, oldest first.
+  std::unordered_map<std::string, FingerprintEntry> inventory;
+  std::deque<std::string> inventory_order;
+  std::unordered_map<std::string, Incident> book;  // logical stream + fingerprint → latest revision
+  std::deque<std::string> book_order;
+  std::vector<std::uint32_t> touched;
+
+  StreamState& stream(std::uint32_t index) {
+    if (index >= streams.size()) streams.resize(index + 1);
+    return streams[index];
+  }
+
+  // Per rule, per event: does a hit of it claim a story? Events of a required step of a rule that is not a cascade
+  // do; context events (a phase marker, optional evidence) and cascade rules do not.
+  std::vector<std::vector<bool>> decisive;
+
+  void index_rules() {
+    decisive.clear();
+    for (const Rule& r : rules->rule_set().rules) {
+      std::vector<bool> d(r.events.size(), r.sequence.empty() && !r.cascade.enabled);
+      if (!r.cascade.enabled) {
+        for (const Step& step : r.sequence) {
+          if (step.optional || step.absent_for) continue;
+          for (const auto& name : step.events) {
+            int e = r.event_index(name);
+            if (e >= 0) d[static_cast<std::size_t>(e)] = true;
+          }
+        }
+      }
+      decisive.push_back(std::move(d));
+    }
+  }
+
+  bool claims(const Hit& h) const { return decisive[h.event.rule][h.event.event]; }
+  bool cascade(const Hit& h) const { return rules->rule(h.event.rule).cascade.enabled; }
+
+  StoryLine make_line(const RecordBatch& batch, std::size_t i) const {
+    const RecordMeta& m = batch[i];
+    StoryLine l;
+    l.line = m.line;
+    l.offset = m.offset;
+    l.time = m.time;
+    l.level = m.level;
+    l.text = std::string(batch.text(i).substr(0, kMaxEvidenceText));
+    return l;
+  }
+
+  void append(OpenStory& story, StoryLine line, bool relevant) {
+    story.last_time = std::max(story.last_time, line.time);
+    if (story.lines.size() >= options.max_story_lines) {
+      // Keep the beginning (the first traceback's head) and the latest lines.
+      story.lines.erase(story.lines.begin() + 32);
+      if (story.relevant_end > 32) --story.relevant_end;
+    }
+    story.lines.push_back(std::move(line));
+    if (relevant) {
+      story.relevant_end = story.lines.size();
+      story.lingering = 0;
+    } else {
+      ++story.lingering;
+    }
+  }
+
+  // One line of a stream whose story is open. `anchors`: the anchors that hit it. Returns false when the story
+  // closed before this line (the caller may open a new one with it).
+  bool continue_story(StreamState& st, StoryLine line, const std::vector<StoryAnchor>& anchors,
+                      std::vector<Incident>& out) {
+    OpenStory& story = *st.story;
+    std::string_view stripped = strip_log_prefix(line.text);
+    bool relevant = !anchors.empty() || story_line(stripped);
+    if (story.awaiting_exception && !stripped.empty() && !is_space(stripped[0]) && !trim(stripped).empty() &&
+        !trim(stripped).starts_with("File \"")) {
+      relevant = true;  // the traceback's exception line (or a panic's message)
+      story.awaiting_exception = false;
+    }
+    if (!anchors.empty()) {
+      for (auto a : anchors) story.anchors.push_back(a);
+      if (awaits_message(anchors, stripped)) story.awaiting_exception = true;
+      if (line.event.empty()) line.event = std::string(to_string(anchors.front()));
+    }
+    append(story, std::move(line), relevant);
+    if (story.lingering > options.linger_lines) close(st, out);
+    return true;
+  }
+
+  void open_story(StreamState& st, StoryLine line, const std::vector<StoryAnchor>& anchors) {
+    OpenStory story;
+    story.context_level = st.prev_level;
+    story.context_text = st.prev_text;
+    story.prior_claim = st.last_claim;
+    story.prior_claim_rule = st.last_claim_rule;
+    story.instance = st.identity.instance;
+    story.anchors = anchors;
+    story.awaiting_exception = awaits_message(anchors, strip_log_prefix(line.text));
+    line.event = std::string(to_string(anchors.front()));
+    st.story = std::move(story);
+    append(*st.story, std::move(line), true);
+  }
+
+  Severity severity_of(const OpenStory& story, const FailureSignature& sig, Level level,
+                       const std::vector<std::string_view>& texts) const {
+    // A failure the server survives: a request's traceback in the API server, a retried download.
+    auto survived = [](std::string_view t) {
+      return contains(t, "Exception in ASGI application") || contains(t, "Error in preprocessing prompt inputs") ||
+             contains(t, "Retrying") || contains(t, "retrying") || contains(t, "will retry") ||
+             contains(t, "Task exception was never retrieved");
+    };
+    if (survived(story.context_text)) return Severity::info;
+    for (auto t : texts) {
+      if (survived(t)) return Severity::info;
+    }
+    if (level == Level::critical) return Severity::critical;
+    for (auto a : story.anchors) {
+      if (fatal_anchor(a)) return Severity::critical;
+      if (a == StoryAnchor::rust_panic && contains(sig.terminal, "thread 'main'")) return Severity::critical;
+    }
+    for (auto t : texts) {
+      if (contains(t, "EngineDeadError") || contains(t, "EngineCore failed to start") ||
+          contains(t, "Engine core initialization failed") || contains(t, "SystemExit") ||
+          contains(t, "process has terminated") || contains(t, "died unexpectedly"))
+        return Severity::critical;
+    }
+    // A traceback the interpreter printed itself (no logger around it) ends the process, unless a thread died.
+    const bool traceback = std::find(story.anchors.begin(), story.anchors.end(), StoryAnchor::traceback) !=
+                           story.anchors.end();
+    if (traceback && !texts.empty() && strip_log_prefix(texts.front()) == texts.front() &&
+        story.lines.front().level == Level::unknown && !contains(story.context_text, "Exception in thread") &&
+        !contains(texts.front(), "Exception in thread"))
+      return Severity::critical;
+    return Severity::warning;
+  }
+
+  template <class Map>
+  void bound(Map& map, std::deque<std::string>& order) {
+    while (order.size() > options.max_fingerprints) {
+      map.erase(order.front());
+      order.pop_front();
+      ++stats.fingerprints_dropped;
+    }
+  }
+
+  void close(StreamState& st, std::vector<Incident>& out) {
+    OpenStory story = std::move(*st.story);
+    st.story.reset();
+    ++stats.stories;
+    // Claimed: a typed rule matched a line of the story, or of the lines that followed it closely.
+    std::int32_t claimed = -1;
+    for (const auto& l : story.lines) {
+      if (l.claimed_by >= 0) {
+        claimed = l.claimed_by;
+        break;
+      }
+    }
+    if (claimed < 0 && story.prior_claim != 0 && story.lines.front().line > story.prior_claim &&
+        story.lines.front().line - story.prior_claim <= kClaimLookback)
+      claimed = story.prior_claim_rule;
+    story.lines.resize(std::max<std::size_t>(story.relevant_end, 1));
+    st.last_story_end = story.lines.back().line;
+
+    std::vector<std::string_view> texts;
+    texts.reserve(story.lines.size());
+    for (const auto& l : story.lines) texts.push_back(l.text);
+    FailureSignature sig = signature_of(texts);
+
+    // The level the story was printed at: its first line's, else the highest its lines carry, else the record it
+    // continues (a traceback under "DEBUG ... exc_info") when that was below error.
+    Level level = story.lines.front().level;
+    if (level == Level::unknown) {
+      for (const auto& l : story.lines) level = std::max(level, l.level);
+    }
+    if (level == Level::unknown && (story.context_level == Level::debug || story.context_level == Level::trace))
+      level = story.context_level;
+    const bool quiet = below_error(level) || benign_type(sig.type);
+
+    // A story with no exception message of its own (an exit, a signal, a traceback cut off before its exception)
+    // right after a typed incident's lines: that failure's consequence.
+    const bool weak = sig.rank <= 1;
+    if (claimed < 0 && weak && st.last_claim != 0 && story.lines.front().line > st.last_claim &&
+        story.lines.front().line - st.last_claim <= options.consequence_lines) {
+      ++stats.consequences;
+      return;
+    }
+
+    // A story a cascade rule reports (EngineDeadError in the API server, "worker died") shortly after a typed
+    // failure on the stream: the wrapper of that failure, printed again by the process that saw it end.
+    const bool reported_consequence =
+        std::any_of(story.lines.begin(), story.lines.end(), [](const StoryLine& l) { return l.consequence; });
+    if (claimed < 0 && reported_consequence && st.last_claim != 0 &&
+        (story.lines.front().line - st.last_claim <= options.consequence_lines ||
+         story.lines.front().time - st.last_claim_time <= kConsequenceTime)) {
+      ++stats.consequences;
+      return;
+    }
+
+    FingerprintEntry& entry = record(sig, story, st, claimed, quiet);
+    if (claimed >= 0) {
+      ++stats.claimed;
+      return;
+    }
+    if (quiet) {
+      ++stats.below_error;
+      return;
+    }
+    Severity severity = severity_of(story, sig, level, texts);
+    if (auto it = overrides.find(sig.fingerprint); it != overrides.end()) {
+      if (it->second.silence) {
+        ++stats.silenced;
+        return;
+      }
+      if (it->second.severity) severity = *it->second.severity;
+    }
+    entry.severity = std::max(entry.severity, severity);
+    ++stats.raised;
+    raise(st, story, sig, severity, out);
+  }
+
+  FingerprintEntry& record(const FailureSignature& sig, const OpenStory& story, const StreamState& st,
+                           std::int32_t claimed, bool quiet) {
+    auto [it, first] = inventory.try_emplace(sig.fingerprint);
+    FingerprintEntry& e = it->second;
+    if (first) {
+      inventory_order.push_back(sig.fingerprint);
+      e.fingerprint = sig.fingerprint;
+      e.type = sig.type;
+      e.message_template = sig.message_template;
+      e.first_seen = story.lines.front().time;
+      e.severity = Severity::info;
+      e.below_error = quiet;
+      for (std::size_t k = 0; k < story.lines.size() && e.example.size() < kMaxEvidenceLines; ++k)
+        e.example.push_back(story.lines[k].text);
+    }
+    ++e.count;
+    e.last_seen = std::max(e.last_seen, story.last_time);
+    e.below_error = e.below_error && quiet;
+    if (claimed >= 0 && e.claimed_by.empty()) e.claimed_by = rules->rule(static_cast<std::uint32_t>(claimed)).id;
+    if (e.streams.size() < 8 && std::find(e.streams.begin(), e.streams.end(), st.identity.name) == e.streams.end())
+      e.streams.push_back(st.identity.name);
+    bound(inventory, inventory_order);  // drops the oldest: never the entry just touched while the bound is > 0
+    return inventory[sig.fingerprint];
+  }
+
+  std::vector<EvidenceLine> evidence_of(const StreamState& st, const OpenStory& story,
+                                        const FailureSignature& sig) const {
+    // The story's head and the lines that end at its terminal line, within the evidence cap.
+    std::vector<std::size_t> keep;
+    const std::size_t n = story.lines.size();
+    if (n <= kMaxEvidenceLines) {
+      for (std::size_t k = 0; k < n; ++k) keep.push_back(k);
+    } else {
+      const std::size_t head = 6;
+      const std::size_t tail = kMaxEvidenceLines - head;
+      std::size_t end = std::min(n, std::max(sig.terminal_index + 3, tail + head));
+      for (std::size_t k = 0; k < head; ++k) keep.push_back(k);
+      for (std::size_t k = std::max(head, end - tail); k < end; ++k) keep.push_back(k);
+    }
+    std::vector<EvidenceLine> ev;
+    for (std::size_t k : keep) {
+      const StoryLine& l = story.lines[k];
+      EvidenceLine e;
+      e.stream = st.identity.name;
+      e.line = l.line;
+      e.offset = l.offset;
+      e.time = l.time;
+      e.event = k == sig.terminal_index ? "terminal" : l.event;
+      e.text = l.text;
+      e.truncated = l.text.size() >= kMaxEvidenceText;
+      ev.push_back(std::move(e));
+    }
+    return ev;
+  }
+
+  void raise(StreamState& st, const OpenStory& story, const FailureSignature& sig, Severity severity,
+             std::vector<Incident>& out) {
+    const std::string& logical = st.identity.logical.empty() ? st.identity.name : st.identity.logical;
+    std::string key = logical + '\0' + sig.fingerprint;
+    auto [it, first] = book.try_emplace(key);
+    Incident& inc = it->second;
+    if (first) {
+      book_order.push_back(key);
+      inc.id = make_incident_id(kUnclassifiedRule, logical, sig.fingerprint);
+      inc.rule = std::string(kUnclassifiedRule);
+      std::string title = sig.type;
+      if (!sig.message_template.empty()) title += ": " + sig.message_template;
+      if (title.size() > 200) title = title.substr(0, 197) + "...";
+      inc.title = title;
+      inc.severity = severity;
+      inc.stream = st.identity.name;
+      inc.stream_labels = st.identity.labels;
+      inc.first_seen = story.lines.front().time;
+      inc.fingerprint = sig.fingerprint;
+      inc.message_template = sig.message_template;
+      inc.fields = {{"type", sig.type}};
+      if (!sig.frames.empty()) {
+        std::string frames;
+        for (const auto& f : sig.frames) frames += (frames.empty() ? "" : " < ") + f;
+        inc.fields.emplace_back("frames", frames);
+      }
+      inc.summary = "A failure that no rule of the catalog knows ended with: " + sig.terminal.substr(0, 300);
+      inc.remediation =
+          "Read the story in the evidence. `faultline fingerprints` lists every unclassified failure seen; a rule "
+          "for this one makes it a typed incident, and a known-harmless one can be silenced by its fingerprint in "
+          "the config (fingerprints.overrides).";
+      inc.labels = {{"category", "unclassified"}};
+      inc.evidence = evidence_of(st, story, sig);
+    } else {
+      ++inc.revision;
+      ++inc.count;
+      inc.severity = std::max(inc.severity, severity);
+    }
+    inc.last_seen = std::max(inc.first_seen, story.last_time);
+    inc.read_at = options.clock->steady();
+    st.last_incident = key;
+    ++stats.incidents[static_cast<std::size_t>(inc.severity)];
+    out.push_back(inc);
+    bound(book, book_order);
+  }
+
+  // An exit or signal line that follows a story closely: the process ended with it. Raises the story's incident to
+  // critical (a new revision) when it was not already.
+  bool consequence(StreamState& st, const StoryLine& line, std::vector<Incident>& out) {
+    const bool after_story = st.last_story_end != 0 && line.line > st.last_story_end &&
+                             line.line - st.last_story_end <= options.consequence_lines;
+    const bool after_claim = st.last_claim != 0 && line.line >= st.last_claim &&
+                             line.line - st.last_claim <= options.consequence_lines;
+    if (!after_story && !after_claim) return false;
+    ++stats.consequences;
+    if (after_story && !st.last_incident.empty()) {
+      auto it = book.find(st.last_incident);
+      if (it != book.end() && it->second.severity != Severity::critical) {
+        Incident& inc = it->second;
+        inc.severity = Severity::critical;
+        ++inc.revision;
+        inc.last_seen = std::max(inc.last_seen, line.time);
+        inc.read_at = options.clock->steady();
+        ++stats.incidents[static_cast<std::size_t>(Severity::critical)];
+        if (auto e = inventory.find(inc.fingerprint); e != inventory.end()) e->second.severity = Severity::critical;
+        out.push_back(inc);
+      }
+    }
+    return true;
+  }
+
+  // May this anchor line begin a story (the anchors' literal text is common enough to need a second look)?
+  static bool opens(const std::vector<StoryAnchor>& anchors, std::string_view text, Level level) {
+    std::string_view t = trim(strip_log_prefix(text));
+    for (auto a : anchors) {
+      switch (a) {
+        case StoryAnchor::go_panic:
+          if (t.starts_with("panic: ")) return true;
+          break;
+        case StoryAnchor::rust_panic:
+          if (contains(t, "thread '")) return true;
+          break;
+        case StoryAnchor::errno_error:
+          if (level == Level::error || level == Level::critical) return true;
+          break;
+        case StoryAnchor::exception_line:
+          if (exception_start(t)) return true;
+          break;
+        default:
+          return true;
+      }
+    }
+    return false;
+  }
+
+  void process(const RecordBatch& batch, const std::vector<AnchorHit>& anchors, const std::vector<Hit>& hits,
+               std::vector<Incident>& out) {
+    const auto& records = batch.records();
+    std::size_t a = 0, h = 0;
+    std::vector<StoryAnchor> here;
+    touched.clear();
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      const std::uint32_t s = records[i].stream;
+      StreamState& st = stream(s);
+      const bool earlier_in_batch = st.in_batch;
+      if (!st.in_batch) {
+        st.in_batch = true;
+        touched.push_back(s);
+      }
+      here.clear();
+      while (a < anchors.size() && anchors[a].record < i) ++a;
+      while (a < anchors.size() && anchors[a].record == i) here.push_back(anchors[a++].anchor);
+      std::int32_t claimed = -1;
+      bool consequence_hit = false;
+      while (h < hits.size() && hits[h].record < i) ++h;
+      for (std::size_t k = h; k < hits.size() && hits[k].record == i; ++k) {
+        if (claims(hits[k])) claimed = static_cast<std::int32_t>(hits[k].event.rule);
+        consequence_hit = consequence_hit || cascade(hits[k]);
+      }
+      if (claimed >= 0) {
+        st.last_claim = records[i].line;
+        st.last_claim_rule = claimed;
+        st.last_claim_time = batch[i].time;
+      }
+      if (!here.empty() || st.story) {
+        StoryLine line = make_line(batch, i);
+        line.claimed_by = claimed;
+        line.consequence = consequence_hit;
+        if (st.story) {
+          continue_story(st, std::move(line), here, out);
+        } else if (opens(here, line.text, line.level) && !(std::all_of(here.begin(), here.end(), consequence_anchor) &&
+                                                           consequence(st, line, out))) {
+          if (earlier_in_batch) {
+            st.prev_level = batch[st.last_index].level;
+            st.prev_text = std::string(batch.text(st.last_index).substr(0, 512));
+          }
+          open_story(st, std::move(line), here);
+        }
+      }
+      st.last_index = static_cast<std::uint32_t>(i);
+    }
+    // Each stream's last line of the batch: what a story opening in the next batch continues.
+    for (std::uint32_t s : touched) {
+      StreamState& st = streams[s];
+      st.in_batch = false;
+      st.prev_level = batch[st.last_index].level;
+      st.prev_text = std::string(batch.text(st.last_index).substr(0, 512));
+    }
+  }
+
+  void advance(Time now, std::vector<Incident>& out) {
+    for (auto& st : streams) {
+      if (st.story && st.story->last_time + options.linger_time < now) close(st, out);
+    }
+  }
+
+  void finish(std::vector<Incident>& out) {
+    for (auto& st : streams) {
+      if (st.story) close(st, out);
+    }
+  }
+};
+
+Detector::Detector(std::shared_ptr<const CompiledRules> rules, DetectorOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->rules = std::move(rules);
+  impl_->index_rules();
+  impl_->options = std::move(options);
+  for (const auto& o : impl_->options.overrides) impl_->overrides[o.fingerprint] = o;
+}
+Detector::~Detector() = default;
+Detector::Detector(Detector&&) noexcept = default;
+Detector& Detector::operator=(Detector&&) noexcept = default;
+
+void Detector::set_stream(std::uint32_t index, StreamIdentity identity) {
+  impl_->stream(index).identity = std::move(identity);
+}
+
+void Detector::new_instance(std::uint32_t index, std::vector<Incident>& out) {
+  StreamState& st = impl_->stream(index);
+  if (st.story) impl_->close(st, out);
+  st.prev_level = Level::unknown;
+  st.prev_text.clear();
+  st.last_story_end = 0;
+  st.last_claim = 0;
+  st.last_claim_rule = -1;
+  st.last_claim_time = Time{};
+}
+
+void Detector::replace_rules(std::shared_ptr<const CompiledRules> rules) {
+  impl_->rules = std::move(rules);
+  impl_->index_rules();
+}
+
+void Detector::process(const RecordBatch& batch, const std::vector<AnchorHit>& anchors, const std::vector<Hit>& hits,
+                       std::vector<Incident>& out) {
+  if (!impl_->options.enabled || batch.empty()) return;
+  impl_->process(batch, anchors, hits, out);
+}
+
+void Detector::advance(Time now, std::vector<Incident>& out) {
+  if (impl_->options.enabled) impl_->advance(now, out);
+}
+void Detector::finish(std::vector<Incident>& out) {
+  if (impl_->options.enabled) impl_->finish(out);
+}
+
+std::vector<FingerprintEntry> Detector::inventory() const {
+  std::vector<FingerprintEntry> out;
+  for (const auto& fp : impl_->inventory_order) {
+    if (auto it = impl_->inventory.find(fp); it != impl_->inventory.end()) out.push_back(it->second);
+  }
+  return out;
+}
+std::size_t Detector::distinct() const { return impl_->inventory.size(); }
+const DetectorStats& Detector::stats() const { return impl_->stats; }
+
+}  // namespace faultline

@@ -1,0 +1,443 @@
+// The fingerprint room: logger prefixes, message templates, signatures (stability and separation), and the
+// Detector through the real pipeline (one incident per unknown failure, typed rules win, levels, severity).
+#include <catch2/catch.hpp>
+
+#include "faultline/fingerprint.hpp"
+#include "support.hpp"
+
+using namespace faultline;
+using faultline::testing::at;
+using faultline::testing::compile_yaml;
+using faultline::testing::Harness;
+
+namespace {
+
+const char* kRules = R"(
+rules:
+  - id: cuda-oom
+    title: CUDA out of memory
+    severity: critical
+    events:
+      oom:
+        regex: 'CUDA out of memory'
+  - id: tma-descriptor
+    title: TMA descriptor
+    severity: critical
+    events:
+      phase_graph:
+        regex: 'in capture_model'
+      tma:
+        regex: 'Failed to initialize the TMA descriptor'
+    sequence:
+      - any: [phase_graph]
+        optional: true
+      - any: [tma]
+  - id: engine-dead
+    title: engine dead
+    severity: critical
+    cascade: true
+    events:
+      dead:
+        regex: 'EngineDeadError'
+)";
+
+std::vector<std::string_view> views(const std::vector<std::string>& lines) {
+  return std::vector<std::string_view>(lines.begin(), lines.end());
+}
+
+std::vector<std::string> with_prefix(const std::string& prefix, const std::vector<std::string>& lines) {
+  std::vector<std::string> out;
+  for (const auto& l : lines) out.push_back(prefix + l);
+  return out;
+}
+
+// One failure as vLLM 0.6 prints it (Python 3.10, dist-packages) and as 0.11 does (3.12, a venv, other lines).
+const std::vector<std::string> kOld = {
+    "Traceback (most recent call last):",
+    "  File \"/usr/local/lib/python3.10/dist-packages/vllm/worker/model_runner.py\", line 1234, in execute_model",
+    "    output = self.model(input_ids, positions)",
+    "  File \"/usr/local/lib/python3.10/dist-packages/vllm/attention/backends/flash_attn.py\", line 580, in forward",
+    "    out = torch.ops.vllm.attn(q, k, v)",
+    "RuntimeError: shape mismatch: value tensor of shape [16, 8, 128] cannot be broadcast to indexing result of "
+    "shape [16, 4, 128] at pid 88 (2.00 GiB reserved, 0x7f3c5f628350)",
+};
+const std::vector<std::string> kNew = {
+    "Traceback (most recent call last):",
+    "  File \"/opt/venv/lib/python3.12/site-packages/vllm/worker/model_runner.py\", line 1502, in execute_model",
+    "    output = self.model(",
+    "             ^^^^^^^^^^^",
+    "  File \"/opt/venv/lib/python3.12/site-packages/vllm/attention/backends/flash_attn.py\", line 702, in forward",
+    "    out = torch.ops.vllm.attn(q, k, v)",
+    "RuntimeError: shape mismatch: value tensor of shape [32, 8, 64] cannot be broadcast to indexing result of "
+    "shape [32, 2, 64] at pid 4711 (3.50 GiB reserved, 0x55b11321eaf0)",
+};
+
+}  // namespace
+
+TEST_CASE("logger prefixes are stripped, the indentation of frames is kept", "[fingerprint]") {
+  CHECK(strip_log_prefix("(EngineCore_0 pid=88) ERROR 11-29 10:08:01 [core.py:866] RuntimeError: boom") ==
+        "RuntimeError: boom");
+  CHECK(strip_log_prefix("(EngineCore_0 pid=88) ERROR 11-29 10:08:01 [core.py:866]   File \"x.py\", line 3, in f") ==
+        "  File \"x.py\", line 3, in f");
+  CHECK(strip_log_prefix("[2025-01-01 10:00:00 TP0] Scheduler hit an exception") == "Scheduler hit an exception");
+  CHECK(strip_log_prefix("[TensorRT-LLM][ERROR] Assertion failed: oops") == "Assertion failed: oops");
+  CHECK(strip_log_prefix("F0420 23:07:59.585644 78855 service_based_gcs_client.cc:89]  Check failed: n < 3") ==
+        " Check failed: n < 3");
+  CHECK(strip_log_prefix("06.05 13:15:31 ASTOR ollama[2690]: panic: runtime error") == "panic: runtime error");
+  CHECK(strip_log_prefix("Dec 01 10:00:00 gpu-17 vllm[123]: ValueError: bad") == "ValueError: bad");
+  CHECK(strip_log_prefix("[rank0]: torch.distributed.DistStoreError: Timed out") ==
+        "torch.distributed.DistStoreError: Timed out");
+  CHECK(strip_log_prefix("ERROR:    [Errno 98] Address already in use") == "   [Errno 98] Address already in use");
+  CHECK(strip_log_prefix("RuntimeError: CUDA error: device-side assert triggered") ==
+        "RuntimeError: CUDA error: device-side assert triggered");
+  CHECK(strip_log_prefix("Error: 500 Internal Server Error") == "Error: 500 Internal Server Error");
+}
+
+TEST_CASE("message templates replace what varies between occurrences", "[fingerprint]") {
+  CHECK(message_template("Tried to allocate 2.00 GiB (GPU 0; 79.11 GiB total)") ==
+        "Tried to allocate <size> (GPU <num>; <size> total)");
+  CHECK(message_template("at 0x7f3c5f628350 in /usr/lib/libcuda.so.1") == "at <hex> in <path>");
+  CHECK(message_template("request 3f2b8c1e-9a0d-4c1b-8e2f-0123456789ab failed") == "request <uuid> failed");
+  CHECK(message_template("No module named 'flash_attn'") == "No module named <id>");
+  CHECK(message_template("shape '[16, 8]' is invalid for input of size 4096") ==
+        "shape '<shape>' is invalid for input of size <num>");
+  CHECK(message_template("expected torch.Size([16, 4096]) got (2, 3)") == "expected torch.Size(<shape>) got <shape>");
+  CHECK(message_template("connect to 10.0.0.12:29500 timed out at 10:08:01.123") ==
+        "connect to <addr> timed out at <time>");
+  CHECK(message_template("pid=88 rank0 sm_120 int32 Float8_e5m2") == "pid=<num> rank0 sm_120 int32 Float8_e5m2");
+  CHECK(message_template("see https://github.com/vllm-project/vllm/issues/8948 now") == "see <url> now");
+  CHECK(message_template("  two   spaces  ") == "two spaces");
+  CHECK(message_template("a 2x3x4 tensor, commit deadbeef12") == "a <shape> tensor, commit <hex>");
+}
+
+TEST_CASE("the same failure from two versions, pids and sizes has one fingerprint", "[fingerprint]") {
+  FailureSignature a = signature_of(views(kOld));
+  FailureSignature b = signature_of(views(kNew));
+  CHECK(a.type == "RuntimeError");
+  CHECK(a.frames == std::vector<std::string>{"flash_attn.py:forward", "model_runner.py:execute_model"});
+  CHECK(a.message_template == b.message_template);
+  CHECK(a.fingerprint == b.fingerprint);
+  CHECK(a.terminal_index == 5);
+  // Printed through vLLM's logger, each line prefixed by a process tag, level, time and source position.
+  FailureSignature c = signature_of(views(with_prefix("(EngineCore_0 pid=88) ERROR 11-29 10:08:01 [core.py:866] ", kNew)));
+  CHECK(c.fingerprint == a.fingerprint);
+  FailureSignature d = signature_of(views(with_prefix("[rank1]: ", kOld)));
+  CHECK(d.fingerprint == a.fingerprint);
+  // The exception class moved between modules (torch.cuda.X in one version, torch.X in another).
+  auto moved = kOld;
+  moved.back() = "torch.cuda.OutOfMemoryError: out";
+  auto moved2 = kOld;
+  moved2.back() = "torch.OutOfMemoryError: out";
+  CHECK(signature_of(views(moved)).fingerprint == signature_of(views(moved2)).fingerprint);
+}
+
+TEST_CASE("different failures have different fingerprints", "[fingerprint]") {
+  const std::string base = signature_of(views(kOld)).fingerprint;
+  auto other_type = kOld;
+  other_type.back() = "ValueError: shape mismatch: value tensor of shape [16, 8, 128]";
+  auto other_message = kOld;
+  other_message.back() = "RuntimeError: CUDA error: device-side assert triggered";
+  auto other_frame = kOld;
+  other_frame[3] = "  File \"/usr/local/lib/python3.10/dist-packages/vllm/attention/backends/xformers.py\", line 9, in forward";
+  auto same_type_other_words = kOld;
+  same_type_other_words.back() = "RuntimeError: CUDA error: an illegal memory access was encountered";
+  const std::vector<std::string> fingerprints = {
+      base,
+      signature_of(views(other_type)).fingerprint,
+      signature_of(views(other_message)).fingerprint,
+      signature_of(views(other_frame)).fingerprint,
+      signature_of(views(same_type_other_words)).fingerprint,
+      signature_of(views({"terminate called after throwing an instance of 'std::runtime_error'",
+                          "  what():  cudaMalloc failed: out of memory"}))
+          .fingerprint,
+      signature_of(views({"terminate called after throwing an instance of 'c10::Error'",
+                          "  what():  cudaMalloc failed: out of memory"}))
+          .fingerprint,
+  };
+  for (std::size_t i = 0; i < fingerprints.size(); ++i) {
+    for (std::size_t j = i + 1; j < fingerprints.size(); ++j) {
+      INFO(i << " vs " << j);
+      CHECK(fingerprints[i] != fingerprints[j]);
+    }
+  }
+}
+
+TEST_CASE("the root cause of a chained traceback is the terminal line", "[fingerprint]") {
+  FailureSignature s = signature_of(views({
+      "Traceback (most recent call last):",
+      "  File \"/x/loader.py\", line 12, in load",
+      "OSError: [Errno 28] No space left on device",
+      "",
+      "The above exception was the direct cause of the following exception:",
+      "",
+      "Traceback (most recent call last):",
+      "  File \"/x/engine.py\", line 3, in start",
+      "RuntimeError: Engine core initialization failed. See root cause above.",
+  }));
+  CHECK(s.type == "OSError");
+  CHECK(s.message_template == "[Errno <num>] No space left on device");
+  CHECK(s.frames == std::vector<std::string>{"loader.py:load"});
+  CHECK(s.terminal == "OSError: [Errno 28] No space left on device");
+
+  FailureSignature t = signature_of(views({"terminate called after throwing an instance of 'std::runtime_error'",
+                                           "  what():  cudaMalloc failed: out of memory",
+                                           "Aborted (core dumped)"}));
+  CHECK(t.type == "terminate std::runtime_error");
+  CHECK(t.message == "cudaMalloc failed: out of memory");
+  FailureSignature f = signature_of(views({"Fatal Python error: Segmentation fault", "",
+                                           "Stack (most recent call first):",
+                                           "  File \"/a/torch/cuda/graphs.py\", line 77 in capture_begin",
+                                           "  File \"/a/vllm/model_runner.py\", line 782 in capture"}));
+  CHECK(f.type == "Fatal Python error");
+  CHECK(f.frames == std::vector<std::string>{"graphs.py:capture_begin", "model_runner.py:capture"});
+  FailureSignature r = signature_of(views({"thread 'main' panicked at src/tokenizer/simple.rs:43:47:",
+                                           "called `Option::unwrap()` on a `None` value"}));
+  CHECK(r.type == "panic");
+  CHECK(r.frames == std::vector<std::string>{"simple.rs"});
+  CHECK(r.message_template == "called <id> on a <id> value");
+}
+
+TEST_CASE("an unknown failure raises one unclassified incident; a repeat is a revision", "[fingerprint]") {
+  Harness h(compile_yaml(kRules));
+  h.lines(with_prefix("(EngineCore_0 pid=88) ERROR 11-29 10:08:01 [core.py:866] ", kOld));
+  h.line("INFO 11-29 10:08:02 [api.py:1] still serving");
+  h.replay.finish();
+  auto incs = h.replay.incidents();
+  REQUIRE(incs.size() == 1);
+  const Incident& inc = incs[0];
+  CHECK(inc.rule == "unclassified-failure");
+  CHECK(inc.severity == Severity::warning);  // an ERROR-level traceback the logger printed: the process lives on
+  CHECK(inc.fingerprint == signature_of(views(kOld)).fingerprint);
+  CHECK(inc.message_template.starts_with("shape mismatch: value tensor of shape <shape>"));
+  CHECK(inc.title.starts_with("RuntimeError: shape mismatch"));
+  REQUIRE(inc.evidence.size() == kOld.size());
+  CHECK(inc.evidence.back().event == "terminal");
+  CHECK(inc.evidence.front().event == "traceback");
+  CHECK(to_json(inc).find("\"fingerprint\":\"" + inc.fingerprint + "\"") != std::string::npos);
+  CHECK(to_json(inc).find("\"template\":") != std::string::npos);
+  auto back = incident_from_json(to_json(inc));
+  REQUIRE(back);
+  CHECK(back->fingerprint == inc.fingerprint);
+  CHECK(back->message_template == inc.message_template);
+
+  // The same failure again, from another version: the same incident, counted.
+  Harness again(compile_yaml(kRules));
+  again.lines(kOld);
+  for (int i = 0; i < 30; ++i) again.line("INFO serving request " + std::to_string(i));
+  again.lines(kNew);
+  again.replay.finish();
+  REQUIRE(again.replay.incidents().size() == 1);
+  CHECK(again.replay.incidents()[0].count == 2);
+  CHECK(again.replay.incidents()[0].revision == 2);
+  auto inventory = again.pipeline.detector().inventory();
+  REQUIRE(inventory.size() == 1);
+  CHECK(inventory[0].count == 2);
+  CHECK(inventory[0].claimed_by.empty());
+}
+
+TEST_CASE("a typed rule that matched a line of the story wins", "[fingerprint]") {
+  Harness h(compile_yaml(kRules));
+  h.lines({"Traceback (most recent call last):", "  File \"/x/runner.py\", line 3, in run",
+           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"});
+  h.replay.finish();
+  REQUIRE(h.replay.incidents().size() == 1);
+  CHECK(h.replay.incidents()[0].rule == "cuda-oom");
+  auto inventory = h.pipeline.detector().inventory();
+  REQUIRE(inventory.size() == 1);
+  CHECK(inventory[0].claimed_by == "cuda-oom");
+  CHECK(h.pipeline.detector().stats().claimed == 1);
+
+  // A cascade rule reports a consequence: it does not explain the story away.
+  Harness c(compile_yaml(kRules));
+  c.lines({"Traceback (most recent call last):", "  File \"/x/runner.py\", line 3, in run",
+           "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue."});
+  c.replay.finish();
+  REQUIRE(c.of("unclassified-failure").size() == 1);
+  CHECK(c.of("unclassified-failure").back().severity == Severity::critical);
+}
+
+TEST_CASE("tracebacks printed below the error level raise nothing", "[fingerprint]") {
+  Harness h(compile_yaml(kRules));
+  auto filler = [&h] {
+    for (int i = 0; i < 25; ++i) h.line("INFO 03-18 17:33:04 [api.py:1] serving " + std::to_string(i));
+  };
+  h.lines(with_prefix("(APIServer pid=5) DEBUG 03-18 17:33:04 [repo_utils.py:243] ", kOld));
+  filler();
+  h.lines(with_prefix("WARNING 03-18 17:33:04 [retry.py:1] ", kNew));
+  filler();
+  h.line("2025-01-01 10:00:00,123 DEBUG loader: optional import failed");
+  h.lines(kOld);  // the traceback of that DEBUG record, unprefixed
+  filler();
+  h.line("INFO 03-18 17:33:05 CUDA error: handled, falling back to the CPU path");
+  h.line("WARNING 03-18 17:33:05 Segmentation fault handler installed");
+  h.replay.finish();
+  CHECK(h.replay.incidents().empty());
+  CHECK(h.pipeline.detector().stats().below_error >= 3);
+}
+
+TEST_CASE("severity: a request failure is info, a dead process critical, an exit escalates", "[fingerprint]") {
+  Harness api(compile_yaml(kRules));
+  api.line("ERROR:    Exception in ASGI application");
+  api.lines(kOld);
+  api.replay.finish();
+  REQUIRE(api.replay.incidents().size() == 1);
+  CHECK(api.replay.incidents()[0].severity == Severity::info);
+
+  Harness cpp(compile_yaml(kRules));
+  cpp.lines({"terminate called after throwing an instance of 'std::runtime_error'",
+             "  what():  cudaMalloc failed: out of memory"});
+  cpp.replay.finish();
+  REQUIRE(cpp.replay.incidents().size() == 1);
+  CHECK(cpp.replay.incidents()[0].severity == Severity::critical);
+
+  Harness exit(compile_yaml(kRules));
+  exit.lines(with_prefix("ERROR 11-29 10:08:01 [core.py:866] ", kOld));
+  for (int i = 0; i < 25; ++i) exit.line("INFO shutting down " + std::to_string(i));
+  exit.line("worker exited with code 1");
+  exit.replay.finish();
+  REQUIRE(exit.replay.incidents().size() == 1);  // the exit line is the story's consequence, not a second failure
+  CHECK(exit.replay.incidents()[0].severity == Severity::critical);
+  CHECK(exit.emitted.size() == 2);
+  CHECK(exit.emitted[0].severity == Severity::warning);
+}
+
+TEST_CASE("a silenced fingerprint raises nothing; another severity applies", "[fingerprint]") {
+  const std::string fp = signature_of(views(kOld)).fingerprint;
+  for (bool silence : {true, false}) {
+    ReplayOptions o;
+    o.start = at(0);
+    FingerprintOverride ov;
+    ov.fingerprint = fp;
+    ov.silence = silence;
+    if (!silence) ov.severity = Severity::info;
+    o.pipeline.fingerprint.overrides.push_back(ov);
+    Replay r(compile_yaml(kRules), o);
+    auto s = r.add_stream(StreamIdentity{"a", "a", "a#0", {}}, DecodeOptions{ContainerFormat::raw, 65536, {}});
+    for (const auto& l : kOld) r.line(s, l);
+    r.finish();
+    if (silence) {
+      CHECK(r.incidents().empty());
+      CHECK(r.pipeline().detector().stats().silenced == 1);
+    } else {
+      REQUIRE(r.incidents().size() == 1);
+      CHECK(r.incidents()[0].severity == Severity::info);
+    }
+  }
+}
+
+TEST_CASE("stories are found the same however the lines are batched", "[fingerprint]") {
+  std::string log;
+  for (int i = 0; i < 40; ++i) log += "INFO line " + std::to_string(i) + "\n";
+  for (const auto& l : kOld) log += l + "\n";
+  for (int i = 0; i < 25; ++i) log += "INFO after " + std::to_string(i) + "\n";
+  log += "thread 'main' panicked at src/main.rs:4:5:\ncalled `Option::unwrap()` on a `None` value\n";
+  for (int i = 0; i < 40; ++i) log += "INFO tail " + std::to_string(i) + "\n";
+  auto run = [&](std::size_t piece, std::size_t batch_bytes) {
+    ReplayOptions o;
+    o.start = at(0);
+    o.pipeline.batch_bytes = batch_bytes;
+    Replay r(compile_yaml(kRules), o);
+    auto s = r.add_stream(StreamIdentity{"a", "a", "a#0", {}}, DecodeOptions{ContainerFormat::raw, 65536, {}});
+    for (std::size_t i = 0; i < log.size(); i += piece) {
+      r.feed(s, std::string_view(log).substr(i, piece));
+      r.pipeline().drain();
+    }
+    r.finish();
+    std::vector<std::string> out;
+    for (const auto& inc : r.incidents()) out.push_back(inc.id + " " + inc.fingerprint + " " + std::to_string(inc.evidence.size()));
+    return out;
+  };
+  auto whole = run(log.size(), 1 << 20);
+  REQUIRE(whole.size() == 2);
+  CHECK(run(7, 1 << 20) == whole);
+  CHECK(run(100, 64) == whole);
+}
+
+TEST_CASE("story anchors are reported apart from rule hits, in the same pass", "[fingerprint]") {
+  auto rules = compile_yaml(kRules);
+  Scanner scanner(rules);
+  RecordBatch batch;
+  RecordMeta m;
+  batch.append(m, "Traceback (most recent call last):");
+  batch.append(m, "torch.OutOfMemoryError: CUDA out of memory");
+  batch.append(m, "RuntimeError: CUDA error: an illegal memory access");
+  std::vector<Hit> hits, plain;
+  std::vector<AnchorHit> anchors;
+  scanner.scan(batch, hits, anchors);
+  scanner.scan(batch, plain);
+  REQUIRE(hits.size() == 1);
+  CHECK(plain.size() == 1);
+  CHECK(hits[0].record == 1);
+  REQUIRE(anchors.size() == 4);  // in record order, then anchor order
+  CHECK(anchors[0].record == 0);
+  CHECK(anchors[0].anchor == StoryAnchor::traceback);
+  CHECK(anchors[1].record == 1);
+  CHECK(anchors[1].anchor == StoryAnchor::exception_line);
+  CHECK(anchors[2].record == 2);
+  CHECK(anchors[2].anchor == StoryAnchor::cuda_error);
+  CHECK(anchors[3].record == 2);
+  CHECK(anchors[3].anchor == StoryAnchor::exception_line);
+  CHECK(rules->pattern_count() == 4);  // the rules' own events: the anchors are reserved
+}
+
+TEST_CASE("only a rule's decisive events claim a story; a cascade wrapper after a typed failure is its consequence",
+          "[fingerprint]") {
+  // "in capture_model" is a context event (an optional phase step): it explains nothing.
+  Harness ctx(compile_yaml(kRules));
+  ctx.lines({"Fatal Python error: Segmentation fault", "", "Stack (most recent call first):",
+             "  File \"/x/vllm/worker/model_runner.py\", line 725 in capture_model"});
+  ctx.replay.finish();
+  REQUIRE(ctx.of("unclassified-failure").size() == 1);
+  CHECK(ctx.pipeline.detector().stats().claimed == 0);
+
+  // The library's message just before the exception it causes claims it.
+  Harness before(compile_yaml(kRules));
+  before.lines({"Error: Failed to initialize the TMA descriptor 1", "Assertion `res == CUDA_SUCCESS` failed"});
+  before.replay.finish();
+  CHECK(before.of("unclassified-failure").empty());
+  CHECK(before.of("tma-descriptor").size() == 1);
+
+  // vLLM's API server prints EngineDeadError after the engine core's typed failure: no second, unclassified one.
+  Harness wrapper(compile_yaml(kRules));
+  wrapper.line("ERROR 11-29 10:08:01 [core.py:1] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB");
+  for (int i = 0; i < 30; ++i) wrapper.line("INFO 11-29 10:08:02 [api.py:1] request " + std::to_string(i));
+  wrapper.lines(with_prefix("(APIServer pid=1) ERROR 11-29 10:08:05 [async_llm.py:704] ",
+                            {"Traceback (most recent call last):", "  File \"/x/async_llm.py\", line 660, in output_handler",
+                             "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue."}));
+  wrapper.replay.finish();
+  CHECK(wrapper.of("cuda-oom").size() == 1);
+  CHECK(wrapper.of("unclassified-failure").empty());
+  CHECK(wrapper.pipeline.detector().stats().consequences == 1);
+
+  // Without the typed failure before it, the same wrapper is an unclassified failure of its own.
+  Harness alone(compile_yaml(kRules));
+  alone.lines(with_prefix("(APIServer pid=1) ERROR 11-29 10:08:05 [async_llm.py:704] ",
+                          {"Traceback (most recent call last):", "  File \"/x/async_llm.py\", line 660, in output_handler",
+                           "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue."}));
+  alone.replay.finish();
+  CHECK(alone.of("unclassified-failure").size() == 1);
+}
+
+TEST_CASE("client disconnects and cancelled requests are not failures", "[fingerprint]") {
+  Harness h(compile_yaml(kRules));
+  h.lines({"Traceback (most recent call last):",
+           "  File \"/x/uvicorn/protocols/http/httptools_impl.py\", line 544, in send",
+           "    raise ClientDisconnected",
+           "uvicorn.protocols.utils.ClientDisconnected",
+           "",
+           "During handling of the above exception, another exception occurred:",
+           "",
+           "Traceback (most recent call last):",
+           "  File \"/x/sglang/srt/entrypoints/http_server.py\", line 451, in stream_results",
+           "ConnectionResetError: [Errno 104] Connection reset by peer"});
+  for (int i = 0; i < 25; ++i) h.line("INFO request " + std::to_string(i));
+  h.line("ERROR 11-29 10:08:01 [serving_chat.py:1229] Error in chat completion stream generator.");
+  h.lines({"Traceback (most recent call last):", "  File \"/x/async_llm.py\", line 389, in generate",
+           "asyncio.exceptions.CancelledError"});
+  h.replay.finish();
+  CHECK(h.replay.incidents().empty());
+  auto inv = h.pipeline.detector().inventory();
+  REQUIRE(inv.size() == 2);
+  CHECK(inv[0].type == "uvicorn.protocols.utils.ClientDisconnected");
+  CHECK(inv[0].below_error);
+}
