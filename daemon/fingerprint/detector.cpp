@@ -14,11 +14,11 @@ namespace faultline {
 
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t'; }
+bool is_blank(char c) { return c == ' ' || c == '\t'; }
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && (is_space(s.back()) || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && is_blank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && (is_blank(s.back()) || s.back() == '\r')) s.remove_suffix(1);
   return s;
 }
 
@@ -52,7 +52,7 @@ bool fatal_anchor(StoryAnchor a) {
 // Is this line (logger prefix removed) part of a failure story: a frame, a dump line, a chain marker?
 bool story_line(std::string_view stripped) {
   if (stripped.empty()) return false;
-  if (is_space(stripped[0])) return true;  // frames, source lines, carets, what(), dump columns
+  if (is_blank(stripped[0])) return true;  // frames, source lines, carets, what(), dump columns
   std::string_view t = trim(stripped);
   static constexpr std::string_view kMarkers[] = {
       "The above exception was the direct cause", "During handling of the above exception",
@@ -215,7 +215,7 @@ struct Detector::Impl {
     OpenStory& story = *st.story;
     std::string_view stripped = strip_log_prefix(line.text);
     bool relevant = !anchors.empty() || story_line(stripped);
-    if (story.awaiting_exception && !stripped.empty() && !is_space(stripped[0]) && !trim(stripped).empty() &&
+    if (story.awaiting_exception && !stripped.empty() && !is_blank(stripped[0]) && !trim(stripped).empty() &&
         !trim(stripped).starts_with("File \"")) {
       relevant = true;  // the traceback's exception line (or a panic's message)
       story.awaiting_exception = false;

@@ -16,7 +16,7 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool is_word(char c) { return is_alpha(c) || is_digit(c) || c == '_'; }
 bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-bool is_space(char c) { return c == ' ' || c == '\t'; }
+bool is_space_or_tab(char c) { return c == ' ' || c == '\t'; }
 
 bool level_word(std::string_view w) {
   static constexpr std::array<std::string_view, 9> kWords{"ERROR", "WARNING", "WARN",  "INFO",  "DEBUG",
@@ -88,7 +88,7 @@ std::size_t group_end(std::string_view s) {
 
 std::string_view next_word(std::string_view s) {
   std::size_t n = 0;
-  while (n < s.size() && !is_space(s[n])) ++n;
+  while (n < s.size() && !is_space_or_tab(s[n])) ++n;
   return s.substr(0, n);
 }
 
@@ -121,7 +121,7 @@ std::string_view strip_log_prefix(std::string_view line) {
         // A host name before journald's "unit[pid]:", or a Python logger name before " - ".
         std::string_view after_word = rest.substr(w.size());
         std::size_t k = 0;
-        while (k < after_word.size() && is_space(after_word[k])) ++k;
+        while (k < after_word.size() && is_space_or_tab(after_word[k])) ++k;
         std::string_view following = next_word(after_word.substr(k));
         if (!w.empty() && (unit_pid(following) || (following == "-" && std::all_of(w.begin(), w.end(), [](char c) {
                                                       return is_word(c) || c == '.';
@@ -135,10 +135,10 @@ std::string_view strip_log_prefix(std::string_view line) {
     i += len;
     if (i < line.size() && line[i] == ':') ++i;  // "[rank0]:", "ERROR:"
     after = i;
-    while (i < line.size() && is_space(line[i])) ++i;
+    while (i < line.size() && is_space_or_tab(line[i])) ++i;
   }
   if (after == 0) return line;
-  if (after < line.size() && is_space(line[after])) ++after;
+  if (after < line.size() && is_space_or_tab(line[after])) ++after;
   return line.substr(after);
 }
 
@@ -147,12 +147,12 @@ std::string message_template(std::string_view m) {
   out.reserve(m.size());
   auto emit = [&out](std::string_view s) { out.append(s); };
   std::size_t i = 0;
-  while (i < m.size() && is_space(m[i])) ++i;
+  while (i < m.size() && is_space_or_tab(m[i])) ++i;
   while (i < m.size()) {
     char c = m[i];
     const bool word_before = i > 0 && (is_word(m[i - 1]) || m[i - 1] == '.');
-    if (is_space(c)) {
-      while (i < m.size() && is_space(m[i])) ++i;
+    if (is_space_or_tab(c)) {
+      while (i < m.size() && is_space_or_tab(m[i])) ++i;
       if (i < m.size()) out += ' ';
       continue;
     }
@@ -162,7 +162,7 @@ std::string message_template(std::string_view m) {
       if (c == '`' && (close == std::string_view::npos || close > i + 200)) close = m.find('`', i + 1);
       if (close != std::string_view::npos && close - i <= 200) {
         std::string_view inner = m.substr(i + 1, close - i - 1);
-        if (!inner.empty() && std::none_of(inner.begin(), inner.end(), is_space)) {
+        if (!inner.empty() && std::none_of(inner.begin(), inner.end(), is_space_or_tab)) {
           emit("<id>");
         } else {
           out += c;
@@ -176,14 +176,14 @@ std::string message_template(std::string_view m) {
     // URLs and paths.
     if (!word_before && (m.substr(i).starts_with("http://") || m.substr(i).starts_with("https://") ||
                          m.substr(i).starts_with("s3://") || m.substr(i).starts_with("gs://"))) {
-      while (i < m.size() && !is_space(m[i]) && m[i] != '\'' && m[i] != '"' && m[i] != ')') ++i;
+      while (i < m.size() && !is_space_or_tab(m[i]) && m[i] != '\'' && m[i] != '"' && m[i] != ')') ++i;
       emit("<url>");
       continue;
     }
     if (!word_before && (c == '/' || (c == '~' && i + 1 < m.size() && m[i + 1] == '/') ||
                          (c == '.' && i + 1 < m.size() && m[i + 1] == '/'))) {
       std::size_t j = i;
-      while (j < m.size() && !is_space(m[j]) && m[j] != '\'' && m[j] != '"' && m[j] != ')' && m[j] != ',' &&
+      while (j < m.size() && !is_space_or_tab(m[j]) && m[j] != '\'' && m[j] != '"' && m[j] != ')' && m[j] != ',' &&
              m[j] != ']' && m[j] != '(') ++j;
       std::string_view p = m.substr(i, j - i);
       while (!p.empty() && (p.back() == ':' || p.back() == '.')) p.remove_suffix(1);
@@ -206,7 +206,7 @@ std::string message_template(std::string_view m) {
       while (j < m.size() && m[j] != close && j - i < 128) {
         if (m[j] == ',') comma = true;
         else if (is_digit(m[j]) || m[j] == '-') digit = true;
-        else if (!is_space(m[j])) other = true;
+        else if (!is_space_or_tab(m[j])) other = true;
         ++j;
       }
       if (j < m.size() && m[j] == close && comma && digit && !other) {
@@ -287,15 +287,15 @@ std::string message_template(std::string_view m) {
     out += c;
     ++i;
   }
-  while (!out.empty() && is_space(out.back())) out.pop_back();
+  while (!out.empty() && is_space_or_tab(out.back())) out.pop_back();
   return out;
 }
 
 namespace {
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && (is_space(s.back()) || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && is_space_or_tab(s.front())) s.remove_prefix(1);
+  while (!s.empty() && (is_space_or_tab(s.back()) || s.back() == '\r')) s.remove_suffix(1);
   return s;
 }
 
@@ -414,7 +414,7 @@ FailureSignature signature_of(const std::vector<std::string_view>& raw) {
   std::string pending_terminate;       // the type of a "terminate called after throwing" awaiting its what()
   for (std::size_t i = 0; i < lines.size(); ++i) {
     std::string_view t = trim(lines[i]);
-    const bool indented = !lines[i].empty() && is_space(lines[i][0]);
+    const bool indented = !lines[i].empty() && is_space_or_tab(lines[i][0]);
     if (t.empty()) continue;
     if (auto f = python_frame(t)) {
       if (in_stack_first) stack_first.push_back(*f);

@@ -35,9 +35,6 @@ KNOWN_GAPS = {
     # Failures told in plain log lines with no story anchor: they need typed rules.
     "engine_dead__pytorch-174081-ci.log": "a CI report (pytest 'E   ' prefix); only the engine-dead cascade",
     "ray_worker_died__vllm-13535.log": "raylet's worker-died line only (the ray-worker-died cascade)",
-    "triton_out_of_resources__freetoken-246.log": "OutOfResources logged at INFO, then a bare class name at ERROR",
-    "hf_hub_error__sdnext-4043-gated.log": "a 401 from the hub in a plain ERROR line",
-    "gpu_not_visible__lmdeploy-263-tritonserver.log": "the driver mismatch is only a WARNING",
     "ray_gcs_failure__tinyzero-75.log": "Ray's GCS connection errors are plain E/W lines",
     "ray_gcs_failure__mm-eureka-54.log": "Ray's GCS connection errors are plain E/W lines",
     "ray_gcs_failure__ray-34334-raylet.log": "Ray's GCS connection errors are plain E/W lines",
