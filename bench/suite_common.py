@@ -214,8 +214,23 @@ def grep_counts(pats: list[dict], progs: dict, path: str) -> list[int]:
 
 
 def grep_union(progs: dict, path: str) -> tuple[int, Run]:
-    r = Run(["grep", "-E", "-c", "-f", progs["ere"], path], ok=(0, 1), env=dict(os.environ, LC_ALL="C"))
-    return int(r.out.strip() or 0), r
+    """Lines hit by any pattern, by GNU grep: the union of each pattern's line numbers. (One `grep -E -f` over the
+    whole catalog builds a DFA of every pattern at once, which grows exponentially with the catalog's bounded
+    repeats: minutes for 253 patterns where each alone takes milliseconds.)"""
+    env = dict(os.environ, LC_ALL="C")
+    with open(progs["ere"], encoding="utf-8") as f:
+        eres = [line.rstrip("\n") for line in f if line.strip()]
+    lines: set[int] = set()
+    runs = []
+    for ere in eres:
+        r = Run(["grep", "-E", "-n", "-e", ere, path], ok=(0, 1), env=env)
+        lines.update(int(l.split(":", 1)[0]) for l in r.out.splitlines() if l)
+        r.out = ""
+        runs.append(r)
+    total = runs[-1]  # its wall and CPU times are the sums over every pattern's run (what grep costs on the set)
+    total.wall, total.cpu = sum(x.wall for x in runs), sum(x.cpu for x in runs)
+    total.others = sum(x.others * x.wall for x in runs) / max(total.wall, 1e-9)
+    return len(lines), total
 
 
 def rg_counts(progs: dict, path: str) -> list[int]:
