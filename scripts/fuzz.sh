@@ -95,4 +95,11 @@ for t in "${targets[@]}"; do
   if [[ -f "$build/logs/$t.result" ]]; then cat "$build/logs/$t.result"; else echo "$t: no result"; failed=1; fi
   grep -q "FAILED" "$build/logs/$t.result" 2>/dev/null && failed=1
 done
+# What failed, where a CI log shows it: the end of each failing target's log (the finding and its input).
+for t in "${targets[@]}"; do
+  if grep -q "FAILED" "$build/logs/$t.result" 2>/dev/null; then
+    echo "---- $t (end of $build/logs/$t.log)"
+    tail -40 "$build/logs/$t.log"
+  fi
+done
 exit "$failed"
