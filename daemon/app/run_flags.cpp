@@ -27,6 +27,9 @@ std::optional<std::string> add_url_sinks(const std::vector<std::string>& urls, W
   return std::nullopt;
 }
 
+// A flag whose value is any text (a path, an address, a name): taken as it is.
+std::optional<std::string> any_text(std::string_view text) { return std::string(text); }
+
 std::optional<std::string> log_format_name(std::string_view text) {
   if (!parse_log_format(text)) return std::nullopt;
   return std::string(text);
@@ -52,21 +55,21 @@ std::optional<RunFlags> parse_run_flags(const Args& args, int& status) {
   cli.option("--source", "GLOB", f.sources,
              "a file or glob to follow (repeatable; replaces the config's sources; '-' is standard input)");
   cli.option("--rules", "PATH", f.rules, "rule file or directory (repeatable; replaces the config's rules.paths)");
-  cli.option("--state-dir", "DIR", f.state_dir, [](std::string_view v) { return std::optional<std::string>(v); },
+  cli.option("--state-dir", "DIR", f.state_dir, any_text,
              "a directory", "checkpoints and spools (default $STATE_DIRECTORY or /var/lib/faultline)");
-  cli.option("--listen", "ADDR", f.listen, [](std::string_view v) { return std::optional<std::string>(v); },
+  cli.option("--listen", "ADDR", f.listen, any_text,
              "host:port", "HTTP host:port (default 127.0.0.1:9464; \"off\": no server)");
   cli.option("--webhook", "URL", webhooks,
              "also POST every incident as signed-JSON webhook to URL (sink \"webhook\"; repeatable)");
   cli.option("--alertmanager", "URL", alertmanagers,
              "also send incidents to this Alertmanager as alerts (sink \"alertmanager\"; repeatable)");
-  cli.option("--output", "FILE", f.output, [](std::string_view v) { return std::optional<std::string>(v); },
+  cli.option("--output", "FILE", f.output, any_text,
              "a file", "incident JSON lines: \"-\" standard output (default), a file, or \"off\"");
   cli.option("--format", "F", f.format, parse_container_format, "auto, raw, cri or docker",
              "container format of the sources: auto, raw, cri, docker");
   cli.option("--start-at", "WHERE", f.start_at, parse_start_at, "beginning or end",
              "beginning | end: where to start in files that exist at the very first start");
-  cli.option("--node-name", "NAME", f.node_name, [](std::string_view v) { return std::optional<std::string>(v); },
+  cli.option("--node-name", "NAME", f.node_name, any_text,
              "a name", "the `node` label (default $NODE_NAME or the host name)");
   cli.option("--log-format", "F", f.log_format, log_format_name, "text or json",
              "text | json (faultline's own log, on standard error)");
