@@ -374,6 +374,7 @@ void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out, std::vector<
     }
     const EventPattern& ev = s.rules->event(hit.event);
     for (const auto& [k, v] : ev.set) set_field(hit.fields, k, v);
+    apply_field_transforms(ev.normalise, hit.fields);
     ++s.stats.hits;
     out.push_back(std::move(hit));
   }

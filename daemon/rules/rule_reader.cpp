@@ -31,7 +31,7 @@ void RuleReader::events(const YAML::Node& node, Rule& rule) {
       ev.regex = body.Scalar();
       ev.pos = pos(body);
     } else if (body.IsMap()) {
-      check_keys(body, {"regex", "level", "caseless", "set"}, "event '" + excerpt(ev.name) + "'");
+      check_keys(body, {"regex", "level", "caseless", "set", "normalise"}, "event '" + excerpt(ev.name) + "'");
       if (auto r = body["regex"]) {
         string(r, ev.regex, "regex");
         ev.pos = pos(r);
@@ -53,12 +53,32 @@ void RuleReader::events(const YAML::Node& node, Rule& rule) {
       }
       if (auto c = body["caseless"]) boolean(c, ev.caseless, "caseless");
       if (auto s = body["set"]) string_map(s, ev.set, "set");
+      if (auto n = body["normalise"]) {
+        Fields names;
+        if (string_map(n, names, "normalise")) {
+          for (const auto& [field, transform] : names) {
+            if (auto t = parse_field_transform(transform)) {
+              ev.normalise.emplace_back(field, *t);
+            } else {
+              error(n, "event '" + excerpt(ev.name) + "': unknown transform '" + excerpt(transform) +
+                           "' for field '" + excerpt(field) + "' (expected sm_arch)");
+            }
+          }
+        }
+      }
     } else {
       error(body, "event '" + excerpt(ev.name) + "' must be a regex string or a mapping with 'regex'");
       continue;
     }
     if (ev.regex.empty()) error(body, "event '" + excerpt(ev.name) + "' has an empty regex");
     ev.captures = capture_names(ev.regex);
+    for (const auto& [field, transform] : ev.normalise) {
+      bool captured = std::find(ev.captures.begin(), ev.captures.end(), field) != ev.captures.end();
+      if (!captured && find_field(ev.set, field) == nullptr) {
+        error(body["normalise"], "event '" + excerpt(ev.name) + "': normalise names '" + excerpt(field) +
+                                     "', which the event neither captures nor sets");
+      }
+    }
     rule.events.push_back(std::move(ev));
   }
 }

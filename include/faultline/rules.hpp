@@ -18,6 +18,27 @@ namespace faultline {
 // Whether any diagnostic says an input could not be read.
 bool any_unreadable(const std::vector<Diagnostic>& diagnostics);
 
+// A named transform a rule asks for on one field of an event (`normalise:`: a field the event captures or sets),
+// applied where the hit's fields are made (after captures and `set`), before the hit reaches the correlator.
+enum class FieldTransform {
+  // A GPU architecture written any way a stack prints it - "(12, 0)", "12.0", "120", "sm_120a", "SM120",
+  // "compute_90a", "capability: 90", "compute capability is 89" - becomes "sm_120" / "sm_90" / "sm_89"; the field
+  // <name>_gpu is set to the same with the GPU family where it is known ("sm_90 (Hopper)"). A value that names no
+  // architecture is kept as captured.
+  sm_arch,
+};
+
+// The transform a rule file names ("sm_arch"), or nullopt.
+std::optional<FieldTransform> parse_field_transform(std::string_view name);
+std::string_view to_string(FieldTransform t);
+
+// "sm_NN" for a capability written any of the ways FieldTransform::sm_arch lists, or nullopt.
+std::optional<std::string> normalise_sm_arch(std::string_view text);
+// The GPU family of an "sm_NN" architecture ("Hopper", "Blackwell datacenter"), or "" when not known.
+std::string_view gpu_family(std::string_view sm_arch);
+// Applies the event's transforms to the fields of one hit (the fields it names that are present).
+void apply_field_transforms(const std::vector<std::pair<std::string, FieldTransform>>& transforms, Fields& fields);
+
 // One named event of a rule: a regex in the syntax Hyperscan and RE2 share.
 struct EventPattern {
   std::string name;
@@ -26,6 +47,7 @@ struct EventPattern {
   std::vector<Level> levels;          // empty: any level
   Fields set;                         // static fields this event sets when it hits
   std::vector<std::string> captures;  // names of (?P<name>...) groups, in order
+  std::vector<std::pair<std::string, FieldTransform>> normalise;  // field (captured or set) -> transform
   Position pos;                       // of the regex value
 };
 

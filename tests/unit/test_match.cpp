@@ -32,6 +32,21 @@ rules:
     severity: critical
     events:
       e: "TllmGenFmhaRunner' at [^ ]*fmhaRunner\\.cuh:(?P<line>\\d+): Unsupported architecture"
+  - id: capability
+    title: t
+    severity: info
+    events:
+      e:
+        regex: '[Cc]ompute capability(?: is|:)? (?P<arch>\(\d+, ?\d+\)|\d+(?:\.\d)?)'
+        normalise: {arch: sm_arch}
+  - id: capability-named
+    title: t
+    severity: info
+    events:
+      e:
+        regex: 'NVIDIA H200'
+        set: {arch: "9.0"}
+        normalise: {arch: sm_arch}
   - id: leveled
     title: t
     severity: warning
@@ -217,4 +232,21 @@ TEST_CASE("a compiled rule set's lookups by id and event name answer from its in
       CHECK(set.rules[i].event_index(set.rules[i].events[e].name) == static_cast<int>(e));
     }
   }
+}
+
+TEST_CASE("a captured capability is normalised where it is captured", "[match][transform]") {
+  Scanner scanner(compile_yaml(kRules));
+  auto batch = batch_of({{"Compute capability: (12, 0)", Level::info},
+                         {"the compute capability is 89", Level::info},
+                         {"Compute capability 9.0", Level::info},
+                         {"GPU 0: NVIDIA H200", Level::info}});
+  std::vector<Hit> hits;
+  scanner.scan(batch, hits);
+  REQUIRE(hits.size() == 4);
+  CHECK(*find_field(hits[0].fields, "arch") == "sm_120");
+  CHECK(*find_field(hits[0].fields, "arch_gpu") == "sm_120 (Blackwell consumer)");
+  CHECK(*find_field(hits[1].fields, "arch") == "sm_89");
+  CHECK(*find_field(hits[2].fields, "arch_gpu") == "sm_90 (Hopper)");
+  CHECK(*find_field(hits[3].fields, "arch") == "sm_90");  // a static field is normalised too
+  CHECK(*find_field(hits[3].fields, "arch_gpu") == "sm_90 (Hopper)");
 }

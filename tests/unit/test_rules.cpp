@@ -393,3 +393,80 @@ TEST_CASE("patterns the engines reject are echoed as a bounded excerpt", "[rules
                                                        d.message.find("50005 bytes)") != std::string::npos; }));
   }
 }
+
+TEST_CASE("sm_arch names a capability written any way a stack prints it", "[rules][transform]") {
+  CHECK(normalise_sm_arch("(12, 0)") == "sm_120");
+  CHECK(normalise_sm_arch("(9,0)") == "sm_90");
+  CHECK(normalise_sm_arch("12.0") == "sm_120");
+  CHECK(normalise_sm_arch("8.9") == "sm_89");
+  CHECK(normalise_sm_arch("120") == "sm_120");
+  CHECK(normalise_sm_arch("90") == "sm_90");
+  CHECK(normalise_sm_arch("100") == "sm_100");
+  CHECK(normalise_sm_arch("sm_120a") == "sm_120");
+  CHECK(normalise_sm_arch("sm_90a") == "sm_90");
+  CHECK(normalise_sm_arch("sm_100f") == "sm_100");
+  CHECK(normalise_sm_arch("SM121") == "sm_121");
+  CHECK(normalise_sm_arch("compute_90a") == "sm_90");
+  CHECK(normalise_sm_arch("capability: 90") == "sm_90");
+  CHECK(normalise_sm_arch("compute capability is 89") == "sm_89");
+  CHECK(normalise_sm_arch("sm_75") == "sm_75");
+  // Not a capability: kept as captured by the caller.
+  CHECK_FALSE(normalise_sm_arch("gfx942"));  // 942: three digits, but a major of 94 is no CUDA architecture
+  CHECK_FALSE(normalise_sm_arch("this GPU"));
+  CHECK_FALSE(normalise_sm_arch("5090"));
+  CHECK_FALSE(normalise_sm_arch("12.01"));
+  CHECK_FALSE(normalise_sm_arch("7"));
+  CHECK_FALSE(normalise_sm_arch("-90"));
+}
+
+TEST_CASE("the GPU family of an architecture is named where it is known", "[rules][transform]") {
+  CHECK(gpu_family("sm_90") == "Hopper");
+  CHECK(gpu_family("sm_100") == "Blackwell datacenter");
+  CHECK(gpu_family("sm_103") == "Blackwell datacenter");
+  CHECK(gpu_family("sm_120") == "Blackwell consumer");
+  CHECK(gpu_family("sm_121") == "Blackwell DGX Spark");
+  CHECK(gpu_family("sm_89") == "Ada");
+  CHECK(gpu_family("sm_80") == "Ampere datacenter");
+  CHECK(gpu_family("sm_86") == "Ampere");
+  CHECK(gpu_family("sm_99") == "");
+
+  Fields f{{"arch", "(12, 0)"}, {"other", "12.0"}};
+  apply_field_transforms({{"arch", FieldTransform::sm_arch}}, f);
+  CHECK(*find_field(f, "arch") == "sm_120");
+  CHECK(*find_field(f, "arch_gpu") == "sm_120 (Blackwell consumer)");
+  CHECK(*find_field(f, "other") == "12.0");  // only the fields the rule names
+  Fields unknown{{"arch", "sm_99"}, {"odd", "gfx942"}};
+  apply_field_transforms({{"arch", FieldTransform::sm_arch}, {"odd", FieldTransform::sm_arch}, {"absent", FieldTransform::sm_arch}}, unknown);
+  CHECK(*find_field(unknown, "arch_gpu") == "sm_99");
+  CHECK(*find_field(unknown, "odd") == "gfx942");
+  CHECK(*find_field(unknown, "odd_gpu") == "gfx942");
+  CHECK(find_field(unknown, "absent") == nullptr);
+  CHECK(find_field(unknown, "absent_gpu") == nullptr);
+}
+
+TEST_CASE("normalise names a known transform of a field the event captures", "[rules][transform]") {
+  auto ok = load_rules_from_string(
+      "id: one\ntitle: t\nseverity: info\nevents:\n  e:\n    regex: 'capability (?P<arch>\\d+)'\n    normalise: {arch: sm_arch}\n",
+      "one.yaml");
+  INFO(dump(ok));
+  REQUIRE(ok.ok());
+  REQUIRE(ok.rules.rules[0].events[0].normalise.size() == 1);
+  CHECK(ok.rules.rules[0].events[0].normalise[0].first == "arch");
+  auto bad = load_rules_from_string(R"(id: two
+title: t
+severity: info
+events:
+  e:
+    regex: 'capability (?P<arch>\d+)'
+    normalise: {arch: gpu_name, cc: sm_arch}
+)", "two.yaml");
+  INFO(dump(bad));
+  CHECK_FALSE(bad.ok());
+  CHECK(has_error(bad, "two.yaml:7", "unknown transform 'gpu_name'"));
+  CHECK(has_error(bad, "two.yaml:7", "neither captures nor sets"));
+  auto set = load_rules_from_string(
+      "id: three\ntitle: t\nseverity: info\nevents:\n  e:\n    regex: 'RTX 5090'\n    set: {arch: sm_120}\n    normalise: {arch: sm_arch}\n",
+      "three.yaml");
+  INFO(dump(set));
+  CHECK(set.ok());
+}
