@@ -475,7 +475,7 @@ std::string trimmed(std::string s) {
 }  // namespace
 
 TEST_CASE("every shipped rule's texts read well with any field absent", "[rules]") {
-  auto loaded = load_rules({std::string(FAULTLINE_TEST_DATA_DIR) + "/../../rules"});
+  auto loaded = load_rules({std::string(FAULTLINE_CORPUS_DIR) + "/../../../rules"});
   INFO(dump(loaded));
   REQUIRE(loaded.ok());
   REQUIRE(loaded.rules.rules.size() >= 20);
