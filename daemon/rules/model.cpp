@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cctype>
 #include <optional>
+#include <string>
+#include <utility>
 
 #include "faultline/rules.hpp"
 
@@ -94,6 +96,8 @@ std::optional<Placeholder> placeholder_at(std::string_view text, std::size_t i) 
   return p;
 }
 
+constexpr int kMaxSegmentDepth = 8;
+
 bool opens_segment(std::string_view text, std::size_t i) { return text.compare(i, 2, "[[") == 0; }
 bool closes_segment(std::string_view text, std::size_t i) { return text.compare(i, 2, "]]") == 0; }
 
@@ -107,8 +111,12 @@ struct Walker {
   std::size_t walk(std::size_t i, int depth, Sink& sink) const {
     while (i < text.size()) {
       if (opens_segment(text, i)) {
-        i = sink.segment(*this, i + 2, depth + 1);
-        continue;
+        if (depth >= kMaxSegmentDepth) {
+          sink.too_deep(i);  // read as text: recursion stays bounded whatever the rule file holds
+        } else {
+          i = sink.segment(*this, i + 2, depth + 1);
+          continue;
+        }
       }
       if (depth > 0 && closes_segment(text, i)) return i + 2;
       if (text[i] == '{') {
@@ -148,11 +156,13 @@ struct Renderer {
     return next;
   }
   void unclosed(int) {}
+  void too_deep(std::size_t) {}
 };
 
 struct Parser {
   TemplateSyntax syntax;
   std::vector<std::size_t> opened;  // offsets of the `[[` being read
+  bool depth_reported = false;
 
   void literal(char) {}
   void field(const Placeholder& p, std::size_t offset) {
@@ -170,6 +180,10 @@ struct Parser {
   }
   void unclosed(int) {
     if (!opened.empty()) syntax.problems.push_back({opened.back(), "optional segment '[[' is never closed with ']]'"});
+  }
+  void too_deep(std::size_t offset) {
+    if (std::exchange(depth_reported, true)) return;
+    syntax.problems.push_back({offset, "optional segments nest more than " + std::to_string(kMaxSegmentDepth) + " deep"});
   }
 };
 

@@ -417,6 +417,12 @@ TEST_CASE("parse_template lists placeholders and reports an unclosed segment", "
   CHECK(s.placeholders[2].offset == 26);
   REQUIRE(s.problems.size() == 1);
   CHECK(s.problems[0].offset == 22);
+
+  // Nesting is bounded (a hostile rule file cannot recurse deeply): past 8 levels `[[` is text and a problem.
+  std::string deep(64 * 1024, '[');
+  auto problems = parse_template(deep).problems;
+  CHECK(problems.size() == 9);  // too deep once, and the 8 segments never closed
+  CHECK(expand_template(deep, {}).size() < deep.size());
 }
 
 TEST_CASE("a placeholder naming no field of the rule is an error at its position", "[rules]") {
