@@ -1,4 +1,7 @@
-// `faultline test`: every rule's tests (rule_tests.hpp), then "N passed, N failed".
+// `faultline test`: every rule's tests (rule_tests.hpp), or one rule's with the whole catalog loaded; then
+// "N passed, N failed".
+#include <algorithm>
+#include <filesystem>
 #include <iostream>
 
 #include "cli.hpp"
@@ -8,24 +11,68 @@
 
 namespace faultline::app {
 
+namespace {
+
+namespace fs = std::filesystem;
+
+// Whether `path` is the directory `dir` or lies inside it (both as given, made absolute and normal).
+bool within(const fs::path& path, const fs::path& dir) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(path, ec);
+  if (ec) return false;
+  fs::path d = fs::weakly_canonical(dir, ec);
+  if (ec) return false;
+  auto [end, at] = std::mismatch(d.begin(), d.end(), p.begin(), p.end());
+  return end == d.end();
+}
+
+}  // namespace
+
 int cmd_test(const Args& args) {
   bool verbose = false;
   std::vector<std::string> paths;
+  std::vector<std::string> only;
   cli::Parser cli("test", "Runs every rule's tests; prints failing cases with expected and actual incidents, then 'N passed, N failed'.");
   cli.flag("--verbose", verbose, "also name every test that passes").alias("-v");
+  cli.option("--rule", "ID", only,
+             "run only this rule's tests (repeatable), with the shipped catalog loaded beside the PATHs so that "
+             "expectations on catalog rules (root causes, cascades) hold");
   cli.positionals("PATH", paths);
   cli.footer("PATH: rule files or directories (default: the shipped catalog). Exit status: 0 all passed, 1 a test "
-             "failed or a rule error, 2 a usage error or a PATH that cannot be read (missing, not permitted, holding "
-             "no rules).");
+             "failed, a rule error or a --rule with no tests, 2 a usage error, an unknown --rule ID or a PATH that "
+             "cannot be read (missing, not permitted, holding no rules).");
   if (auto status = cli.handle(args, std::cout, std::cerr)) return *status;
 
+  // One rule's tests run against the whole catalog: a rule under test beside the shipped ones, as it will run.
+  if (!only.empty() && !paths.empty()) {
+    const std::string catalog = default_rules_dir();
+    bool overlaps = false;
+    for (const auto& p : paths) overlaps = overlaps || within(p, catalog) || within(catalog, p);
+    if (!overlaps) paths.push_back(catalog);
+  }
   Catalog catalog = load_and_compile(paths, {}, "", CatalogPolicy{OnLoadError::stop});
   for (const auto& d : catalog.diagnostics) std::cerr << d.str() << "\n";
   if (!catalog.compiled) {
     std::cout << "0 passed, 1 failed\n";
     return any_unreadable(catalog.diagnostics) ? 2 : 1;
   }
-  TestSummary s = run_rule_tests(catalog.compiled, std::cout, verbose);
+  const RuleSet& rules = catalog.compiled->rule_set();
+  bool untested = false;
+  for (const auto& id : only) {
+    const Rule* r = rules.find(id);
+    if (!r) {
+      std::string near = closest_rule_id(rules, id);
+      std::cerr << "faultline test: no rule '" << id << "' among the " << rules.rules.size() << " loaded"
+                << (near.empty() ? std::string() : " (did you mean '" + near + "'?)") << "\n";
+      return 2;
+    }
+    if (r->tests.empty()) {
+      std::cout << "FAIL " << id << ": the rule has no tests (" << r->pos.str() << ")\n";
+      untested = true;
+    }
+  }
+  TestSummary s = run_rule_tests(catalog.compiled, std::cout, verbose, only);
+  if (untested) ++s.failed;
   std::cout << s.passed << " passed, " << s.failed << " failed\n";
   return s.failed == 0 ? 0 : 1;
 }

@@ -100,9 +100,36 @@ std::vector<Incident> replay_test(const std::shared_ptr<const CompiledRules>& co
   return replay.incidents();
 }
 
-TestSummary run_rule_tests(const std::shared_ptr<const CompiledRules>& compiled, std::ostream& out, bool verbose) {
+std::string closest_rule_id(const RuleSet& rules, std::string_view id) {
+  std::string best;
+  std::size_t best_distance = std::max<std::size_t>(3, id.size() / 3) + 1;
+  for (const auto& r : rules.rules) {
+    // Levenshtein distance, two rows.
+    std::vector<std::size_t> prev(r.id.size() + 1), cur(r.id.size() + 1);
+    for (std::size_t j = 0; j <= r.id.size(); ++j) prev[j] = j;
+    for (std::size_t i = 1; i <= id.size(); ++i) {
+      cur[0] = i;
+      for (std::size_t j = 1; j <= r.id.size(); ++j) {
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (id[i - 1] == r.id[j - 1] ? 0 : 1)});
+      }
+      std::swap(prev, cur);
+    }
+    std::size_t d = prev[r.id.size()];
+    // An id that starts with what was typed is close too ("cuda-oom" for "cuda-out-of-memory" is not, by distance).
+    if (r.id.rfind(id, 0) == 0 && !id.empty()) d = std::min<std::size_t>(d, 1);
+    if (d < best_distance) {
+      best_distance = d;
+      best = r.id;
+    }
+  }
+  return best;
+}
+
+TestSummary run_rule_tests(const std::shared_ptr<const CompiledRules>& compiled, std::ostream& out, bool verbose,
+                           const std::vector<std::string>& only) {
   TestSummary summary;
   for (const auto& rule : compiled->rule_set().rules) {
+    if (!only.empty() && std::find(only.begin(), only.end(), rule.id) == only.end()) continue;
     for (const auto& test : rule.tests) {
       std::optional<std::string> file_bytes = test.file.empty() ? std::string() : read_test_file(test);
       if (!file_bytes) {
@@ -128,6 +155,11 @@ TestSummary run_rule_tests(const std::shared_ptr<const CompiledRules>& compiled,
         std::vector<const ExpectedIncident*> wanted;
         for (const auto& ex : expected) {
           if (ex.rule == rid) wanted.push_back(&ex);
+        }
+        if (!compiled->rule_set().find(rid)) {
+          problems.push_back("rule " + rid + " is not loaded: give its file or directory too, or test with the "
+                             "catalog loaded (faultline test --rule " + rule.id + " PATH)");
+          continue;
         }
         if (actual.size() != wanted.size()) {
           problems.push_back("rule " + rid + ": expected " + std::to_string(wanted.size()) + " incident(s), got " +

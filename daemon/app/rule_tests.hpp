@@ -20,9 +20,13 @@ struct TestSummary {
   int failed = 0;
 };
 
-// Runs every test of every rule of `compiled` against the whole set; reports failures (and, when `verbose`, passes)
-// to `out`.
-TestSummary run_rule_tests(const std::shared_ptr<const CompiledRules>& compiled, std::ostream& out, bool verbose = false);
+// Runs every test of every rule of `compiled` (of the rules named in `only`, when it is not empty) against the whole
+// set; reports failures (and, when `verbose`, passes) to `out`.
+TestSummary run_rule_tests(const std::shared_ptr<const CompiledRules>& compiled, std::ostream& out, bool verbose = false,
+                           const std::vector<std::string>& only = {});
+
+// The loaded rule id closest to `id` by edit distance, for "did you mean"; empty when none is close.
+std::string closest_rule_id(const RuleSet& rules, std::string_view id);
 
 // The bytes of a test's `file:` (already resolved by the loader, `corpus:NAME` included); nullopt when it cannot be
 // read.

@@ -281,6 +281,7 @@ struct Scanner::Impl {
   const RecordBatch* batch = nullptr;
   std::size_t span_offset = 0;  // batch offset of the span being scanned
   std::size_t last_record = 0;
+  LevelFiltered level_filtered;  // --explain only
 
   // Hyperscan's match callback: maps a match end back to its record and keeps it as a candidate.
   static int on_match(unsigned int id, unsigned long long /*from*/, unsigned long long to, unsigned int /*flags*/,
@@ -318,6 +319,7 @@ Scanner& Scanner::operator=(Scanner&&) noexcept = default;
 const CompiledRules& Scanner::rules() const { return *impl_->rules; }
 const std::shared_ptr<const CompiledRules>& Scanner::shared_rules() const { return impl_->rules; }
 const ScanStats& Scanner::stats() const { return impl_->stats; }
+void Scanner::set_level_filtered(LevelFiltered observer) { impl_->level_filtered = std::move(observer); }
 
 void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out) {
   std::vector<AnchorHit> ignored;
@@ -354,7 +356,16 @@ void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out, std::vector<
       continue;
     }
     std::uint8_t mask = compiled.level_mask[c.expr];
-    if (mask != 0xff && !(mask & (1u << static_cast<unsigned>(batch[c.record].level)))) continue;
+    if (mask != 0xff && !(mask & (1u << static_cast<unsigned>(batch[c.record].level)))) {
+      if (s.level_filtered) {
+        const RE2* re = compiled.confirm[c.expr].get();
+        std::string_view text = batch.text(c.record);
+        if (!re || RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), *re)) {
+          s.level_filtered(batch, c.record, compiled.ids[c.expr]);
+        }
+      }
+      continue;
+    }
     Hit hit;
     hit.record = c.record;
     hit.event = compiled.ids[c.expr];

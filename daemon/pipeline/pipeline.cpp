@@ -2,7 +2,9 @@
 
 #include <string.h>
 
+#include <functional>
 #include <stdexcept>
+#include <string>
 
 namespace faultline {
 
@@ -21,6 +23,25 @@ struct Pipeline::Impl {
   std::vector<Hit> hits;
   std::vector<AnchorHit> anchors;
   std::vector<Incident> incidents;
+  std::function<void(const std::string&)> trace;
+
+  // --explain: a line an event matched that its level filter dropped is said, not silently skipped.
+  void trace_level_filter() {
+    if (!trace) {
+      scanner.set_level_filtered(nullptr);
+      return;
+    }
+    scanner.set_level_filtered([this](const RecordBatch& b, std::uint32_t record, EventRef ref) {
+      const RecordMeta& meta = b[record];
+      const Rule& r = rules->rule(ref.rule);
+      const EventPattern& ev = r.events[ref.event];
+      std::string levels;
+      for (Level l : ev.levels) levels += (levels.empty() ? "" : ", ") + std::string(to_string(l));
+      trace("line " + std::to_string(meta.line) + ": " + r.id + "/" + ev.name +
+            " matched, dropped by its level filter (line level: " + std::string(to_string(meta.level)) +
+            "; the event takes: " + levels + ")");
+    });
+  }
 
   Impl(std::shared_ptr<const CompiledRules> r, IncidentHandler h, PipelineOptions o)
       : rules(r), scanner(r), correlator(r, o.correlator), detector(r, o.fingerprint), on_incident(std::move(h)),
@@ -136,6 +157,7 @@ void Pipeline::release_held() {
 void Pipeline::replace_rules(std::shared_ptr<const CompiledRules> rules) {
   impl_->drain();
   impl_->scanner = Scanner(rules);
+  impl_->trace_level_filter();
   impl_->correlator.replace_rules(rules);
   impl_->detector.replace_rules(rules);
   impl_->rules = std::move(rules);
@@ -149,7 +171,11 @@ const DecodeStats& Pipeline::decode_stats(std::uint32_t stream) const { return i
 
 std::string Pipeline::save_state() const { return impl_->correlator.save_state(); }
 Result<void> Pipeline::load_state(std::string_view json) { return impl_->correlator.load_state(json); }
-void Pipeline::set_trace(std::function<void(const std::string&)> trace) { impl_->correlator.set_trace(std::move(trace)); }
+void Pipeline::set_trace(std::function<void(const std::string&)> trace) {
+  impl_->trace = trace;
+  impl_->trace_level_filter();
+  impl_->correlator.set_trace(std::move(trace));
+}
 Time Pipeline::now() const { return impl_->correlator.now(); }
 const CorrelatorStats& Pipeline::correlator_stats() const { return impl_->correlator.stats(); }
 const Detector& Pipeline::detector() const { return impl_->detector; }

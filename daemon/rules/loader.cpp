@@ -176,6 +176,7 @@ void load_document(const YAML::Node& root, RuleReader& dec, RuleSet& out) {
 void load_text(std::string_view text, const std::string& file, LoadResult& result,
                std::map<std::string, Position>& ids) {
   RuleReader dec(file, result.diagnostics);
+  dec.set_source(text);
   RuleSet loaded;
   auto docs = dec.load_all(text);
   if (!docs) return;

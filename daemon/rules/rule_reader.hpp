@@ -24,6 +24,10 @@ class RuleReader : public yaml::Reader {
  public:
   using yaml::Reader::Reader;
 
+  // The text the nodes were parsed from, so that a problem inside a scalar (a template placeholder) is shown at its
+  // own line and column. Must outlive the reader's use; without it such problems are shown at the scalar.
+  void set_source(std::string_view text) { source_ = text; }
+
   // Every duration of a rule may be zero ("after: 0s").
   bool duration(const YAML::Node& node, Duration& out, std::string_view what) {
     return yaml::Reader::duration(node, out, what, yaml::Zero::allowed);
@@ -49,6 +53,13 @@ class RuleReader : public yaml::Reader {
   void expected(const YAML::Node& node, RuleTest& test);
   // Names inside the rule that refer to nothing, a sequence without a required step.
   void validate(const YAML::Node& node, const Rule& rule);
+  // Placeholders in the texts that name no field of the rule, bare-punctuation defaults, unclosed segments.
+  void validate_template(const YAML::Node& value, std::string_view text, const std::vector<std::string>& fields,
+                         std::string_view what, const Rule& rule);
+  // Where the piece of template `text` at `offset` (of `length` bytes) is in the source, else the scalar's position.
+  Position position_in(const YAML::Node& value, std::string_view text, std::size_t offset, std::size_t length) const;
+
+  std::string_view source_;
 };
 
 // The rule's definition without its tests, hashed (tests do not change behaviour).

@@ -1,6 +1,7 @@
 // Checks on a decoded rule beyond the types of its values: the spelling of ids and event names, names inside the
 // rule that refer to no event, a sequence with nothing required; and the rule's content hash.
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "rule_reader.hpp"
@@ -56,6 +57,63 @@ void RuleReader::validate(const YAML::Node& node, const Rule& r) {
   }
   for (const auto& e : r.reset_on) check_event(e, pos(node["reset_on"]), "reset_on");
   for (const auto& e : r.lifetime.resolve_on) check_event(e, pos(node["lifetime"]), "resolve_on");
+
+  const std::vector<std::string> fields = r.field_names();
+  if (auto v = node["title"]) validate_template(v, r.title, fields, "title", r);
+  if (auto v = node["summary"]) validate_template(v, r.summary, fields, "summary", r);
+  if (auto v = node["remediation"]) validate_template(v, r.remediation, fields, "remediation", r);
+}
+
+Position RuleReader::position_in(const YAML::Node& value, std::string_view text, std::size_t offset,
+                                 std::size_t length) const {
+  Position at = pos(value);
+  const YAML::Mark mark = value.Mark();
+  if (source_.empty() || mark.is_null() || mark.pos < 0 || static_cast<std::size_t>(mark.pos) > source_.size()) {
+    return at;
+  }
+  // The piece as written: a placeholder or `[[` reads the same in the source (folding only touches line breaks and
+  // indentation between words). Its n-th occurrence in the text is its n-th in the source after the scalar's start.
+  std::string_view piece = text.substr(offset, length);
+  std::size_t nth = 0;
+  for (auto k = text.find(piece); k != std::string_view::npos && k < offset; k = text.find(piece, k + 1)) ++nth;
+  std::size_t found = static_cast<std::size_t>(mark.pos);
+  for (std::size_t n = 0;; ++n) {
+    found = source_.find(piece, found);
+    if (found == std::string_view::npos || found - static_cast<std::size_t>(mark.pos) > yaml::kMaxScalarBytes) return at;
+    if (n == nth) break;
+    found += piece.size();
+  }
+  std::size_t line_start = source_.rfind('\n', found);
+  line_start = line_start == std::string_view::npos ? 0 : line_start + 1;
+  at.line = static_cast<std::uint32_t>(1 + std::count(source_.begin(), source_.begin() + static_cast<std::ptrdiff_t>(found), '\n'));
+  at.column = static_cast<std::uint32_t>(found - line_start + 1);
+  return at;
+}
+
+void RuleReader::validate_template(const YAML::Node& value, std::string_view text,
+                                   const std::vector<std::string>& fields, std::string_view what, const Rule& r) {
+  TemplateSyntax syntax = parse_template(text);
+  for (const auto& problem : syntax.problems) {
+    error_at(position_in(value, text, problem.offset, 2), std::string(what) + ": " + problem.message);
+  }
+  for (const auto& p : syntax.placeholders) {
+    std::size_t length = text.find('}', p.offset) + 1 - p.offset;
+    std::string shown(text.substr(p.offset, length));
+    if (!std::binary_search(fields.begin(), fields.end(), p.name)) {
+      std::string known;
+      for (const auto& f : fields) known += (known.empty() ? "" : ", ") + f;
+      error_at(position_in(value, text, p.offset, length),
+               std::string(what) + ": placeholder " + excerpt(shown) + " names no field of rule '" + excerpt(r.id) +
+                   "' (its fields: " + (known.empty() ? std::string("none") : excerpt(known)) + ")");
+      continue;
+    }
+    if (p.fallback && !p.fallback->empty() &&
+        std::none_of(p.fallback->begin(), p.fallback->end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); })) {
+      error_at(position_in(value, text, p.offset, length),
+               std::string(what) + ": placeholder " + excerpt(shown) + " would print '" + excerpt(*p.fallback) +
+                   "' when " + p.name + " is absent: say in words what is unknown, or put the clause in [[ ... ]]");
+    }
+  }
 }
 
 std::string content_hash(const YAML::Node& rule) {

@@ -2,6 +2,9 @@
 // payload of an Alertmanager sink — one alert per spooled delivery, and while nothing is pending, every firing
 // incident again each resend interval so Alertmanager does not let them expire.
 #include <cctype>
+#include <optional>
+#include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "faultline/sinks.hpp"
@@ -25,6 +28,58 @@ bool valid_label_name(std::string_view name) {
 std::string rfc3339(SysTime tp) { return format_time(std::chrono::time_point_cast<Duration>(tp)); }
 
 SysTime sys(Time t) { return std::chrono::time_point_cast<SysTime::duration>(t); }
+
+std::string trim_text(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  return std::string(s);
+}
+
+// A reference that is an issue, pull request or discussion thread is background, not something to follow at 3 a.m.:
+// the runbook is the first reference that is none of those.
+std::optional<std::string> runbook_of(const std::vector<std::string>& references) {
+  for (const auto& r : references) {
+    bool thread = r.find("/issues/") != std::string::npos || r.find("/pull/") != std::string::npos ||
+                  r.find("/discussions/") != std::string::npos;
+    if (!thread) return r;
+  }
+  return std::nullopt;
+}
+
+// The lines that matched the rule's events (the decisive ones), bounded: at most kEvidenceLines lines of at most
+// kEvidenceLineBytes each. With more hits than that, the first ones and the last ones, and a line saying how many
+// were left out between them. An incident without hits (a failure story no rule claims) shows its last lines, where
+// the story ends in its error.
+constexpr std::size_t kEvidenceLines = 5;
+constexpr std::size_t kEvidenceLineBytes = 300;
+
+std::string decisive_evidence(const Incident& incident) {
+  std::vector<const EvidenceLine*> hits;
+  for (const auto& line : incident.evidence) {
+    if (!line.event.empty()) hits.push_back(&line);
+  }
+  if (hits.empty()) {
+    std::size_t from = incident.evidence.size() > kEvidenceLines ? incident.evidence.size() - kEvidenceLines : 0;
+    for (std::size_t i = from; i < incident.evidence.size(); ++i) hits.push_back(&incident.evidence[i]);
+  }
+  auto shown = [](const EvidenceLine& line) {
+    std::string text = cut_utf8(line.text, kEvidenceLineBytes);
+    if (text.size() < line.text.size() || line.truncated) text += "…";
+    return text;
+  };
+  std::vector<std::string> lines;
+  if (hits.size() <= kEvidenceLines) {
+    for (const auto* h : hits) lines.push_back(shown(*h));
+  } else {
+    const std::size_t head = (kEvidenceLines - 1) / 2, tail = kEvidenceLines - 1 - head;
+    for (std::size_t i = 0; i < head; ++i) lines.push_back(shown(*hits[i]));
+    lines.push_back("[" + std::to_string(hits.size() - head - tail) + " more matching lines]");
+    for (std::size_t i = hits.size() - tail; i < hits.size(); ++i) lines.push_back(shown(*hits[i]));
+  }
+  std::string out;
+  for (const auto& l : lines) out += (out.empty() ? "" : "\n") + l;
+  return out;
+}
 
 class AlertmanagerPayload final : public sinks_detail::Payload {
  public:
@@ -116,23 +171,19 @@ std::string alertmanager_alert(const Incident& incident, const AlertmanagerConte
     if (valid_label_name(k) && !labels.contains(k) && !v.empty()) labels[k] = sanitize_utf8(v);
   }
 
+  // The usual shape (Prometheus alerting rules, stock Slack/PagerDuty templates): `summary` is the headline,
+  // `description` the body, `runbook_url` a link to follow. The decisive lines come in `evidence` (docs/webhooks.md).
   nlohmann::ordered_json ann = nlohmann::ordered_json::object();
-  ann["summary"] = sanitize_utf8(incident.summary.empty() ? incident.title : incident.summary);
-  ann["title"] = sanitize_utf8(incident.title);
-  std::string evidence;
-  std::size_t shown = 0;
-  for (const auto& line : incident.evidence) {
-    if (shown == 12 || evidence.size() > 4096) break;
-    evidence += cut_utf8(line.text, 400);
-    evidence += '\n';
-    ++shown;
+  ann["summary"] = sanitize_utf8(incident.title.empty() ? incident.rule : incident.title);
+  if (!incident.summary.empty()) ann["description"] = sanitize_utf8(trim_text(incident.summary));
+  if (auto evidence = decisive_evidence(incident); !evidence.empty()) ann["evidence"] = sanitize_utf8(evidence);
+  if (!incident.remediation.empty()) ann["remediation"] = sanitize_utf8(trim_text(incident.remediation));
+  if (auto runbook = runbook_of(incident.references)) ann["runbook_url"] = sanitize_utf8(*runbook);
+  if (!incident.references.empty()) {
+    std::string refs;
+    for (const auto& r : incident.references) refs += (refs.empty() ? "" : "\n") + r;
+    ann["references"] = sanitize_utf8(refs);
   }
-  if (!evidence.empty()) {
-    evidence.pop_back();
-    ann["evidence"] = sanitize_utf8(evidence);
-  }
-  if (!incident.remediation.empty()) ann["remediation"] = sanitize_utf8(incident.remediation);
-  if (!incident.references.empty()) ann["runbook_url"] = sanitize_utf8(incident.references.front());
   if (!incident.stream.empty()) ann["stream"] = sanitize_utf8(incident.stream);
   ann["count"] = std::to_string(incident.count);
   ann["revision"] = std::to_string(incident.revision);

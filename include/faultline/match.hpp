@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -124,6 +125,12 @@ class Scanner {
   const CompiledRules& rules() const;
   const std::shared_ptr<const CompiledRules>& shared_rules() const;
   const ScanStats& stats() const;
+
+  // When set, called for every line an event's pattern matched but the event's `level:` filter dropped (the line
+  // is confirmed by RE2 first, as a hit would be), so that `--explain` can say why a matching line did nothing.
+  // Costs nothing on the scan path while unset.
+  using LevelFiltered = std::function<void(const RecordBatch& batch, std::uint32_t record, EventRef event)>;
+  void set_level_filtered(LevelFiltered observer);
 
  private:
   struct Impl;  // scratch, stats and the per-scan state the Hyperscan callback fills (match.cpp)

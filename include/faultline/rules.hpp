@@ -121,8 +121,8 @@ struct Rule {
   std::string id;
   std::string title;
   Severity severity = Severity::warning;
-  std::string summary;       // may use {field} and {field|default} placeholders
-  std::string remediation;   // likewise
+  std::string summary;       // a template (see expand_template), like title and remediation
+  std::string remediation;
   std::vector<std::string> references;
   Fields labels;             // static labels added to every incident
   std::vector<EventPattern> events;
@@ -137,6 +137,10 @@ struct Rule {
   std::vector<RuleTest> tests;
   Position pos;                        // of the rule's mapping
   std::string content_hash;            // of the rule's definition (hex), shown by /api/v1/rules
+
+  // The fields this rule's incidents can carry: every named capture, every `set` key of its events and the fields
+  // their `normalise:` transforms add (`<field>_gpu`); sorted, unique. A template placeholder must name one of them.
+  std::vector<std::string> field_names() const;
 
   const EventPattern* find_event(std::string_view name) const;
   int event_index(std::string_view name) const;  // -1 when unknown
@@ -176,7 +180,29 @@ LoadResult load_rules_from_string(std::string_view yaml, std::string_view file_n
 // Where the shipped catalog is: the source tree's rules/ when run from a build, else the install prefix.
 std::string default_rules_dir();
 
-// Expands {field} / {field|default} placeholders.
+// A rule's texts (title, summary, remediation) are templates over the incident's fields:
+//   {name}         the field's value; nothing when the field is absent or empty
+//   {name|words}   the field's value, else `words` (say in words what is unknown: never a bare "?")
+//   [[ ... ]]      an optional segment: left out whole when a placeholder inside it that has no default names an
+//                  absent field; segments nest. Put the clause's punctuation and spaces inside the segment.
+// A `{` that does not open `{name}` or `{name|...}` (name: letters, digits, '_') is text, as is a `]]` outside a
+// segment. Field values are inserted as they are, never read as template text.
 std::string expand_template(std::string_view text, const Fields& fields);
+
+struct TemplatePlaceholder {
+  std::string name;
+  std::optional<std::string> fallback;  // the words after '|', when given
+  std::size_t offset = 0;               // of its '{' in the template
+};
+struct TemplateProblem {
+  std::size_t offset = 0;  // in the template
+  std::string message;
+};
+struct TemplateSyntax {
+  std::vector<TemplatePlaceholder> placeholders;
+  std::vector<TemplateProblem> problems;  // a `[[` never closed
+};
+// The placeholders of a template as expand_template reads them, for validation and `rules show`.
+TemplateSyntax parse_template(std::string_view text);
 
 }  // namespace faultline

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """faultline posts straight to a real Alertmanager (a sink with format: alertmanager): the alert appears in
-GET /api/v2/alerts with the right labels and annotations, is re-sent while the incident fires, and resolves when it
-ends."""
+GET /api/v2/alerts with the right labels and annotations in the usual shape (summary the one-line title, description
+the paragraph, runbook_url, the decisive line in evidence even behind many context lines), is re-sent while the
+incident fires, and resolves when it ends."""
 import os
 import sys
 import time
@@ -13,10 +14,12 @@ from faultline_testlib import check, wait_until  # noqa: E402
 
 def test(work):
     am = tl.Alertmanager(work).start()
-    fl = tl.boom_daemon(work, "sinks:\n  - name: am\n    url: %s\n    format: alertmanager\n    resend_interval: 2s\n"
-                   "    backoff_initial: 200ms\n    backoff_max: 1s\n" % am.base,
-                   args=["--node-name", "gpu-node-3"])
-    work.append("BOOM 42")
+    # The rule keeps 20 context lines: the decisive line comes after them in the incident's evidence.
+    work.write_rule("e2e-boom.yaml", tl.BOOM_RULE + "context_lines: 20\n")
+    fl = tl.follow(work, ["--node-name", "gpu-node-3"],
+                   config="sinks:\n  - name: am\n    url: %s\n    format: alertmanager\n    resend_interval: 2s\n"
+                   "    backoff_initial: 200ms\n    backoff_max: 1s\n" % am.base)
+    work.append(*["[I] start-up line %d" % i for i in range(20)], "BOOM 42")
     alerts = wait_until(lambda: am.alerts(alertname="FaultlineE2eBoom"), 30, what="the alert in Alertmanager")
     check(len(alerts) == 1, "alerts: %s" % alerts)
     a = alerts[0]
@@ -27,8 +30,12 @@ def test(work):
     check(len(labels.get("incident_id", "")) == 16, "incident_id label: %s" % labels)
     check(labels.get("node") == "gpu-node-3", "node label: %s" % labels)
     check(ann.get("runbook_url") == "https://example.com/runbooks/e2e-boom", "runbook_url: %s" % ann)
-    check("BOOM 42" in ann.get("evidence", ""), "evidence annotation: %s" % ann)
-    check("Test failure number 42" in ann.get("summary", ""), "summary: %s" % ann)
+    check(ann.get("evidence") == "BOOM 42", "evidence annotation (the decisive line only): %s" % ann)
+    check(ann.get("summary") == "E2E boom 42", "summary (the one-line title): %s" % ann)
+    check("Test failure number 42" in ann.get("description", ""), "description (the paragraph): %s" % ann)
+    check("abcdef0123456789" not in ann.get("description", ""), "description not redacted: %s" % ann)
+    check("title" not in ann, "a title annotation beside summary: %s" % ann)
+    check(ann.get("remediation") == "Nothing to do: it is a test.", "remediation: %s" % ann)
     check(a["generatorURL"].endswith("/api/v1/incidents/" + labels["incident_id"]), "generatorURL %s" % a["generatorURL"])
     check(a["status"]["state"] == "active", "state %s" % a["status"])
     # The link works.

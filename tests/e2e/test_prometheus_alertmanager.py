@@ -54,7 +54,9 @@ def test(work):
     check(labels.get("sink") == "pager", "sink label: %s" % labels)
     check(labels.get("severity") == "critical", "severity label: %s" % labels)
     check(labels.get("job") == "faultline", "job label: %s" % labels)
-    check("pager" in alerts[0]["annotations"].get("summary", ""), "summary: %s" % alerts[0]["annotations"])
+    ann = alerts[0]["annotations"]
+    check("pager" in ann.get("summary", "") and "\n" not in ann["summary"], "summary (one line): %s" % ann)
+    check(len(ann.get("description", "")) > len(ann["summary"]) // 2, "description (the paragraph): %s" % ann)
 
     # Nothing else is wrong with this faultline: none of the other health alerts fire.
     # (FaultlineNotScraped may blink before the first scrape; with `for` shortened to 1s that is not a finding.)

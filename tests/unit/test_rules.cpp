@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "faultline/match.hpp"
 #include "faultline/rules.hpp"
@@ -469,4 +470,128 @@ events:
       "three.yaml");
   INFO(dump(set));
   CHECK(set.ok());
+}
+
+TEST_CASE("optional template segments are left out when a field inside is absent", "[rules]") {
+  Fields f{{"gpu", "0"}, {"free", "1 GiB"}};
+  CHECK(expand_template("failed[[ on GPU {gpu}]][[, requested {requested}]].", f) == "failed on GPU 0.");
+  CHECK(expand_template("failed[[ on GPU {gpu}]][[, requested {requested}]].", {}) == "failed.");
+  // A placeholder with a default never drops its segment.
+  CHECK(expand_template("x[[ ({requested|size not printed})]]", {}) == "x (size not printed)");
+  // Nested: the outer segment stays when only the inner one loses its field.
+  CHECK(expand_template("a[[ b {gpu}[[ c {pid}]]]] d", f) == "a b 0 d");
+  CHECK(expand_template("a[[ b {pid}[[ c {gpu}]]]] d", f) == "a d");
+  // A lone ]] is text; a field value is never read as template text.
+  CHECK(expand_template("caps: ]] {v}", Fields{{"v", "[[gpu]] {free}"}}) == "caps: ]] [[gpu]] {free}");
+}
+
+TEST_CASE("parse_template lists placeholders and reports an unclosed segment", "[rules]") {
+  auto s = parse_template("a {x} [[b {y|words}]] [[c {z}");
+  REQUIRE(s.placeholders.size() == 3);
+  CHECK(s.placeholders[0].name == "x");
+  CHECK_FALSE(s.placeholders[0].fallback);
+  CHECK(s.placeholders[1].fallback == std::optional<std::string>("words"));
+  CHECK(s.placeholders[2].offset == 26);
+  REQUIRE(s.problems.size() == 1);
+  CHECK(s.problems[0].offset == 22);
+
+  // Nesting is bounded (a hostile rule file cannot recurse deeply): past 8 levels `[[` is text and a problem.
+  std::string deep(64 * 1024, '[');
+  auto problems = parse_template(deep).problems;
+  CHECK(problems.size() == 9);  // too deep once, and the 8 segments never closed
+  CHECK(expand_template(deep, {}).size() < deep.size());
+}
+
+TEST_CASE("a placeholder naming no field of the rule is an error at its position", "[rules]") {
+  auto r = load_rules_from_string(R"(id: p
+title: "Thing on {gpuu|this GPU}"
+severity: info
+summary: >
+  The kernel failed on
+  GPU {gpu|?} at [[ {where}.
+events:
+  e: {regex: 'GPU (?P<gpu>\d+) failed', set: {phase: serving}}
+remediation: "Phase {phase}."
+)", "p.yaml");
+  INFO(dump(r));
+  CHECK(has_error(r, "p.yaml:2:18", "placeholder {gpuu|this GPU} names no field of rule 'p' (its fields: gpu, phase)"));
+  CHECK(has_error(r, "p.yaml:6:7", "would print '?' when gpu is absent"));
+  CHECK(has_error(r, "p.yaml:6:18", "segment '[[' is never closed"));
+  CHECK(has_error(r, "p.yaml:6:21", "placeholder {where} names no field"));
+  CHECK(r.diagnostics.size() == 4);  // {phase} comes from `set`: known
+}
+
+namespace {
+
+// What a rendered text must never show: a bare "?", an empty "()", punctuation left dangling by a missing value.
+// A match is tolerated only where the template itself writes it (code such as `get_arch_list()` in a remediation).
+std::vector<std::string> text_problems(const std::string& rendered, const std::string& tmpl) {
+  static const std::vector<std::pair<std::regex, std::string>> bad = {
+      {std::regex(R"(\?)"), "'?'"},
+      {std::regex(R"(\(\s*\))"), "'()'"},
+      {std::regex(R"([,:;]\s*[.,;:)])"), "dangling punctuation"},
+      {std::regex(R"(\(\s*[;,:])"), "dangling punctuation"},
+      {std::regex("  "), "double space"},
+      {std::regex(R"(\s[,.;:)])"), "space before punctuation"},
+      {std::regex(R"(\(\s)"), "space after '('"},
+      {std::regex(R"([,:;]\s*$)"), "trailing punctuation"},
+      {std::regex(R"(^\s|\s$)"), "leading or trailing space"},
+  };
+  std::vector<std::string> found;
+  for (const auto& [re, what] : bad) {
+    for (auto it = std::sregex_iterator(rendered.begin(), rendered.end(), re); it != std::sregex_iterator(); ++it) {
+      auto from = static_cast<std::size_t>(std::max<std::ptrdiff_t>(0, it->position() - 4));
+      std::string context = rendered.substr(from, static_cast<std::size_t>(it->position()) - from + it->length() + 4);
+      if (tmpl.find(context) != std::string::npos) continue;
+      from = static_cast<std::size_t>(std::max<std::ptrdiff_t>(0, it->position() - 40));
+      found.push_back(what + " in: ..." + rendered.substr(from, 90) + "...");
+    }
+  }
+  return found;
+}
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("every shipped rule's texts read well with any field absent", "[rules]") {
+  auto loaded = load_rules({std::string(FAULTLINE_CORPUS_DIR) + "/../../../rules"});
+  INFO(dump(loaded));
+  REQUIRE(loaded.ok());
+  REQUIRE(loaded.rules.rules.size() >= 20);
+  std::size_t renders = 0;
+  for (const auto& rule : loaded.rules.rules) {
+    const auto names = rule.field_names();
+    // None, all, and each one alone present or alone absent.
+    std::vector<Fields> cases(2);
+    for (const auto& n : names) cases[1].emplace_back(n, "V" + n);
+    for (const auto& n : names) {
+      cases.push_back(Fields{{n, "V" + n}});
+      Fields but;
+      for (const auto& m : names) {
+        if (m != n) but.emplace_back(m, "V" + m);
+      }
+      cases.push_back(std::move(but));
+    }
+    for (const auto* text : {&rule.title, &rule.summary, &rule.remediation}) {
+      const std::string tmpl = trimmed(*text);
+      for (const auto& fields : cases) {
+        std::string rendered = trimmed(expand_template(tmpl, fields));
+        ++renders;
+        auto problems = text_problems(rendered, tmpl);
+        INFO(rule.id << " with " << fields.size() << " of " << names.size() << " fields: " << rendered);
+        for (const auto& p : problems) FAIL_CHECK(p);
+      }
+    }
+  }
+  CHECK(renders > 500);
+}
+
+TEST_CASE("the rendered-text check catches what it is meant to", "[rules]") {
+  const std::string tmpl = "GPU {gpu|?} failed ({error}; {detail}) at {where},";
+  CHECK(text_problems(trimmed(expand_template(tmpl, {})), tmpl).size() >= 4);
+  CHECK(text_problems("print(torch.version())", "print(torch.version())").empty());
 }

@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -145,8 +146,11 @@ TEST_CASE("alertname and the Alertmanager alert", "[sinks]") {
   CHECK(j["labels"]["node"] == "gpu-7");
   CHECK(j["labels"]["team"] == "inference");
   CHECK_FALSE(j["labels"].contains("bad-label"));
-  CHECK(j["annotations"]["summary"] == inc.summary);
+  CHECK(j["annotations"]["summary"] == inc.title);
+  CHECK(j["annotations"]["description"] == inc.summary);
+  CHECK_FALSE(j["annotations"].contains("title"));
   CHECK(j["annotations"]["runbook_url"] == "https://example.com/runbook");
+  CHECK(j["annotations"]["references"] == "https://example.com/runbook\nhttps://example.com/other");
   CHECK(j["annotations"]["remediation"] == inc.remediation);
   CHECK(j["annotations"]["evidence"].get<std::string>().find("FMHA unsupported") != std::string::npos);
   CHECK(j["startsAt"] == "2026-03-01T10:00:00.000Z");
@@ -158,6 +162,56 @@ TEST_CASE("alertname and the Alertmanager alert", "[sinks]") {
   j = nlohmann::json::parse(alertmanager_alert(inc, {"", std::chrono::minutes(1)}, now + std::chrono::hours(1), resolved_at));
   CHECK(j["endsAt"] == "2026-03-01T10:00:30.000Z");
   CHECK_FALSE(j.contains("generatorURL"));
+}
+
+TEST_CASE("Alertmanager evidence: the decisive lines, bounded, never behind the context", "[sinks]") {
+  auto now = std::chrono::system_clock::time_point(std::chrono::seconds(1772359200));
+  auto evidence_of = [&](const Incident& inc) {
+    auto j = nlohmann::json::parse(alertmanager_alert(inc, {"", std::chrono::minutes(1)}, now));
+    return j["annotations"].contains("evidence") ? j["annotations"]["evidence"].get<std::string>() : std::string();
+  };
+  auto inc = make_incident();
+  inc.evidence.clear();
+  for (int i = 0; i < 20; ++i) {
+    EvidenceLine c;
+    c.line = static_cast<std::uint64_t>(i + 1);
+    c.text = "[TRT-LLM] [I] start-up line " + std::to_string(i);
+    inc.evidence.push_back(c);
+  }
+  EvidenceLine hit;
+  hit.event = "unsupported";
+  hit.line = 21;
+  hit.text = "RuntimeError: Error in function 'TllmGenFmhaRunner': Unsupported architecture";
+  inc.evidence.push_back(hit);
+  CHECK(evidence_of(inc) == hit.text);  // 20 context lines first, as evidence is ordered: the hit alone
+
+  // Many hits: the first and the last ones, and how many were left out; each line cut to a bound.
+  inc.evidence.clear();
+  for (int i = 0; i < 9; ++i) {
+    EvidenceLine h = hit;
+    h.text = "hit " + std::to_string(i) + (i == 8 ? " " + std::string(1000, 'x') : "");
+    inc.evidence.push_back(h);
+  }
+  std::string ev = evidence_of(inc);
+  CHECK(ev.rfind("hit 0\nhit 1\n[5 more matching lines]\nhit 7\nhit 8 xx", 0) == 0);
+  CHECK(std::count(ev.begin(), ev.end(), '\n') == 4);
+  CHECK(ev.size() < 400);
+  CHECK(ev.substr(ev.size() - 3) == "…");
+
+  // No hit at all (an unclassified failure story): its last lines.
+  inc.evidence.clear();
+  for (int i = 0; i < 8; ++i) {
+    EvidenceLine c;
+    c.text = "line " + std::to_string(i);
+    inc.evidence.push_back(c);
+  }
+  CHECK(evidence_of(inc) == "line 3\nline 4\nline 5\nline 6\nline 7");
+
+  // Only issue threads among the references: no runbook_url, the references still listed.
+  inc.references = {"https://github.com/org/repo/issues/1", "https://github.com/org/repo/pull/2"};
+  auto j = nlohmann::json::parse(alertmanager_alert(inc, {"", std::chrono::minutes(1)}, now));
+  CHECK_FALSE(j["annotations"].contains("runbook_url"));
+  CHECK(j["annotations"]["references"] == "https://github.com/org/repo/issues/1\nhttps://github.com/org/repo/pull/2");
 }
 
 TEST_CASE("sink filters", "[sinks]") {
