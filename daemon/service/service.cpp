@@ -361,6 +361,7 @@ StepResult Service::step(const Wakeups& woke) {
                  d.tailer->stats().watched_dirs);
     d.delivery.set_ready("sources", true);
     d.ready_reported = true;
+    d.publish_totals();  // the page's "reading N files" from the first look on, not from the first tick
   }
 
   Steady now = d.clock.steady();

@@ -37,7 +37,7 @@ Incident incident(std::string id, std::string rule, Severity sev, std::string la
 }
 
 struct Api {
-  IncidentStore store{100};
+  IncidentStore store{1000};
   Metrics metrics;
   ApiContext ctx;
   std::vector<ReadinessItem> ready{{"rules", true, "3 rules"}, {"sources", true, ""}};

@@ -1,6 +1,7 @@
 // The on-call page: incidents grouped by root cause, one incident in full, the rules; live through Server-Sent
-// Events (api/v1/events). Everything from the API is put into the page as text (textContent, never innerHTML):
-// log lines are hostile input. Paths are relative, so the page works behind a proxy under any prefix.
+// Events (api/v1/events). Everything from the API is put into the page as text (textContent and text nodes): log
+// lines are hostile input, never parsed as markup. Paths are relative, so the page works behind a proxy under any
+// prefix.
 "use strict";
 (() => {
   const PAGE_SIZE = 100;
