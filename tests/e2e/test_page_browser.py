@@ -133,12 +133,14 @@ def test(work):
     shots = artifacts_dir(work)
     work.write_rule("e2e-boom.yaml", tl.BOOM_RULE)
     catalog = os.path.join(tl.SOURCE_DIR, "rules")
-    fl = tl.Daemon(work, ["--source", work.log_file, "--rules", catalog]).start()
+    hostile_file = os.path.join(work.logs, 'x"><img src=x onerror="window.__pwned=3">.log')
+    open(hostile_file, "w").close()
+    fl = tl.Daemon(work, ["--source", os.path.join(work.logs, "*.log"), "--rules", catalog]).start()
     b = Browser(work, "open")
     d = b.driver
     d.get(fl.base + "/")
     b.wait("return document.body.dataset.rendered >= 1", "the page rendered")
-    b.wait("return /reading 1 file/.test(document.getElementById('reading').textContent)", "the reading header")
+    b.wait("return /reading 2 files/.test(document.getElementById('reading').textContent)", "the reading header")
     b.wait("return document.getElementById('live').textContent.includes('live')", "the live stream")
     check("No incidents" in b.text("#list"), "empty list: %s" % b.text("#list"))
     loaded = b.js("window.__marker = 'still here'; return window.faultlinePage.loadedAt;")
@@ -167,8 +169,11 @@ def test(work):
     check(b.js("return document.querySelectorAll('#list > .card .cause').length") == 0,
           "a grouped symptom repeats its cause")
     work.append(HOSTILE)
+    work.append("BOOM 777 from a file with a hostile name", path=hostile_file)
     b.wait("return [...document.querySelectorAll('#list .card .title')].some(t => t.textContent.includes('666'))",
            "the hostile line's incident")
+    b.wait("return [...document.querySelectorAll('#list .card .stream')].some(t => t.textContent.includes("
+           "'x\"><img src=x onerror='))", "the incident of the file with a hostile name")
     d.save_screenshot(os.path.join(shots, "02-list.png"))
     shutil.copyfile(os.path.join(shots, "02-list.png"), os.path.join(shots, "page.png"))
 
@@ -214,7 +219,7 @@ def test(work):
     check(b.js("return document.querySelector('details.context .ev.hit')") is None, "a decisive line was folded")
     check("engine-dead" in b.text("#incident-view table.fields"), "the root cause does not list its symptom")
     repro = b.js("return document.querySelector('.copy-repro').dataset.copy")
-    check(repro.startswith("faultline scan --explain ") and "app.log" in repro, "reproduction: %s" % repro)
+    check(repro == "faultline scan --explain " + work.log_file, "reproduction: %s" % repro)
     incident_id = b.js("return document.querySelector('.copy-id').dataset.copy")
     check(len(incident_id) == 16 and incident_id in d.current_url, "copy id: %s" % incident_id)
     d.find_element(By.CSS_SELECTOR, ".copy-id").click()
@@ -238,7 +243,7 @@ def test(work):
     d.find_element(By.ID, "nav-rules").click()
     b.wait("return document.querySelector('[data-rule=\"e2e-boom\"]')", "the rules view")
     boom_rule = b.text("[data-rule=\"e2e-boom\"]")
-    check("2 matching lines" in boom_rule and "2 incidents" in boom_rule, "rule card: %s" % boom_rule)
+    check("3 matching lines" in boom_rule and "3 incidents" in boom_rule, "rule card: %s" % boom_rule)
     check(b.js("return document.querySelectorAll('.rule-card').length") >= 30, "the catalog is listed")
     d.save_screenshot(os.path.join(shots, "06-rules.png"))
 
