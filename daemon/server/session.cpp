@@ -115,8 +115,9 @@ HttpResponse login(const HttpRequest& request, const ApiContext& context, Time n
   HttpResponse r;
   r.status = 204;
   auto max_age = std::chrono::duration_cast<std::chrono::seconds>(kSessionLifetime).count();
-  r.headers.emplace_back("Set-Cookie", std::string(kSessionCookie) + "=" + make_session(context.api_token, now) +
-                                           cookie_attributes(request, context) + "; Max-Age=" + std::to_string(max_age));
+  std::string cookie = std::string(kSessionCookie) + "=" + make_session(context.api_token, now);
+  cookie += cookie_attributes(request, context) + "; Max-Age=" + std::to_string(max_age);
+  r.headers.emplace_back("Set-Cookie", std::move(cookie));
   return r;
 }
 
