@@ -1,5 +1,6 @@
-// The HTTP API's request handling (routing, query parsing, authorization) over fuzzed method, target and
-// Authorization header, with an empty incident view; sockets play no part (handle_request takes plain values).
+// The HTTP API's request handling (routing, query parsing, authorization, the page's session cookie and login form)
+// over fuzzed method, target, Authorization and Cookie headers and body, with an empty incident view; sockets play no
+// part (handle_request takes plain values).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -30,7 +31,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   HttpRequest request;
   request.method = std::string(in.until('\n'));
   request.target = std::string(in.until('\n'));
-  request.authorization = std::string(in.rest());
+  request.authorization = std::string(in.until('\n'));
+  request.cookie = std::string(in.until('\n'));
+  request.origin = flags & 2 ? "http://127.0.0.1:9464" : "";
+  request.host = "127.0.0.1:9464";
+  request.body = std::string(in.rest());
   ApiContext context;
   context.incidents = &incidents;
   context.metrics = &metrics;

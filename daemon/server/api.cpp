@@ -1,17 +1,20 @@
-// Routing and rendering for the HTTP server: plain functions from a request to a response, so they are tested
-// without sockets. Runs on the io thread (it reads the incident view).
-#include <openssl/crypto.h>
-
+// Routing for the HTTP server and the incident API: plain functions from a request to a response, so they are tested
+// without sockets. Runs on the io thread (it reads the incident view). The page's files, sessions and the live status
+// are in page.cpp, session.cpp and live.cpp (routes.hpp).
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "faultline/clock.hpp"
 #include "faultline/metrics.hpp"
 #include "faultline/server.hpp"
+#include "routes.hpp"
 
 namespace faultline {
-namespace {
+namespace server_detail {
 
 HttpResponse json_response(unsigned status, std::string body) {
   HttpResponse r;
@@ -29,6 +32,13 @@ HttpResponse error_response(unsigned status, std::string_view message) {
   return json_response(status, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
+}  // namespace server_detail
+
+namespace {
+
+using server_detail::error_response;
+using server_detail::json_response;
+
 std::vector<std::string> split_list(std::string_view s) {
   std::vector<std::string> out;
   std::size_t pos = 0;
@@ -42,133 +52,179 @@ std::vector<std::string> split_list(std::string_view s) {
   return out;
 }
 
-std::string html_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      case '\t':
-      case '\n':
-      case '\r': out += c; break;
-      default:
-        // Control characters (NUL, ESC, DEL ...) from a log line: shown as U+FFFD, never sent raw.
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += "\xEF\xBF\xBD";
-        else out += c;
-    }
-  }
+std::optional<std::size_t> parse_count(std::string_view v) {
+  std::size_t n = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc() || p != v.data() + v.size()) return std::nullopt;
+  return n;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
   return out;
 }
 
-bool token_ok(std::string_view authorization, const std::string& token) {
-  constexpr std::string_view prefix = "Bearer ";
-  if (authorization.size() < prefix.size()) return false;
-  std::string scheme(authorization.substr(0, prefix.size()));
-  std::transform(scheme.begin(), scheme.end(), scheme.begin(), ::tolower);
-  if (scheme != "bearer ") return false;
-  auto given = authorization.substr(prefix.size());
-  while (!given.empty() && given.front() == ' ') given.remove_prefix(1);
-  return given.size() == token.size() && CRYPTO_memcmp(given.data(), token.data(), token.size()) == 0;
-}
+// What the list endpoint filters beyond the view's own query: labels, free text, the root cause; and its paging.
+struct ListQuery {
+  IncidentQuery view;  // rules, severities, status, since (limit: all)
+  std::vector<std::pair<LabelKey, std::string>> labels;
+  std::string text;                    // lower case; any of title, rule, id, stream, summary, fields, evidence
+  std::optional<std::string> caused_by;
+  bool by_cause = false;  // ?order=cause: each root cause followed by the incidents it explains
+  std::size_t offset = 0;
+  std::size_t limit = 100;
+};
 
-// Parses the filters shared by the API and the page. Returns an error message or empty.
+// Parses the filters of /api/v1/incidents. Returns an error message or empty.
 std::string parse_incident_query(const std::vector<std::pair<std::string, std::string>>& params, Time now,
-                                 IncidentQuery& q) {
+                                 ListQuery& q) {
   for (const auto& [k, v] : params) {
     if (k == "rule") {
-      for (auto& r : split_list(v)) q.rules.push_back(r);
+      for (auto& r : split_list(v)) q.view.rules.push_back(r);
     } else if (k == "severity") {
       for (auto& s : split_list(v)) {
         auto sev = parse_severity(s);
         if (!sev) return "unknown severity '" + s + "' (info, warning, critical)";
-        q.severities.push_back(*sev);
+        q.view.severities.push_back(*sev);
       }
     } else if (k == "status") {
-      if (v == "firing") q.status = IncidentStatus::firing;
-      else if (v == "resolved") q.status = IncidentStatus::resolved;
+      if (v == "firing") q.view.status = IncidentStatus::firing;
+      else if (v == "resolved") q.view.status = IncidentStatus::resolved;
       else if (!v.empty()) return "unknown status '" + v + "' (firing, resolved)";
     } else if (k == "since") {
       if (v.empty()) continue;
       if (auto t = parse_rfc3339(v)) {
-        q.since = *t;
+        q.view.since = *t;
       } else if (auto d = parse_duration(v)) {
-        q.since = now - *d;
+        q.view.since = now - *d;
       } else {
         return "since must be an RFC 3339 time or a duration such as 15m";
       }
     } else if (k == "limit") {
-      std::size_t n = 0;
-      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-      if (ec != std::errc() || p != v.data() + v.size() || n == 0) return "limit must be a positive integer";
-      q.limit = std::min<std::size_t>(n, 1000);
+      auto n = parse_count(v);
+      if (!n || *n == 0) return "limit must be a positive integer";
+      q.limit = std::min<std::size_t>(*n, 1000);
+    } else if (k == "offset") {
+      auto n = parse_count(v);
+      if (!n) return "offset must be a non-negative integer";
+      q.offset = *n;
+    } else if (k == "namespace" || k == "pod" || k == "node") {
+      if (v.empty()) continue;
+      auto key = k == "namespace" ? LabelKey::namespace_ : k == "pod" ? LabelKey::pod : LabelKey::node;
+      q.labels.emplace_back(key, v);
+    } else if (k == "q") {
+      q.text = lower(v);
+    } else if (k == "caused_by") {
+      if (!v.empty()) q.caused_by = v;
+    } else if (k == "order") {
+      if (v == "cause") q.by_cause = true;
+      else if (v != "updated" && !v.empty()) return "unknown order '" + v + "' (updated, cause)";
     }
   }
   return {};
 }
 
-std::string severity_colour(Severity s) {
-  switch (s) {
-    case Severity::critical: return "#b00020";
-    case Severity::warning: return "#b26a00";
-    default: return "#2b5797";
-  }
+bool contains_text(const Incident& inc, const std::string& needle) {
+  auto has = [&](std::string_view s) { return lower(s).find(needle) != std::string::npos; };
+  if (has(inc.title) || has(inc.rule) || has(inc.id) || has(inc.stream) || has(inc.summary)) return true;
+  for (const auto& [k, v] : inc.fields)
+    if (has(v)) return true;
+  for (const auto& [k, v] : inc.stream_labels)
+    if (has(v)) return true;
+  for (const auto& e : inc.evidence)
+    if (has(e.text)) return true;
+  return has(inc.fingerprint) || has(inc.message_template);
 }
 
-HttpResponse render_page(const ApiContext& ctx, const IncidentQuery& q) {
-  std::string h;
-  h += "<!doctype html><html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"30\">"
-       "<title>faultline incidents</title><style>"
-       "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}"
-       "table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.4em;text-align:left;"
-       "vertical-align:top}th{background:#f4f4f4}.sev{font-weight:bold}pre{white-space:pre-wrap;margin:.3em 0;"
-       "font-size:.85em;background:#f8f8f8;padding:.4em}.resolved{color:#777}"
-       "</style></head><body>";
-  h += "<h1>faultline</h1><p>Recent incidents, newest first. JSON: <a href=\"api/v1/incidents\">/api/v1/incidents</a>"
-       " · rules: <a href=\"api/v1/rules\">/api/v1/rules</a> · <a href=\"metrics\">/metrics</a> · version " +
-       html_escape(ctx.version) + "</p>";
-  auto items = ctx.incidents ? ctx.incidents->query(q) : std::vector<const StoredIncident*>{};
-  if (items.empty()) {
-    h += "<p>No incidents.</p>";
-  } else {
-    h += "<table><tr><th>severity</th><th>status</th><th>incident</th><th>stream</th><th>first seen</th>"
-         "<th>last seen</th><th>count</th></tr>";
-    for (const auto* s : items) {
-      const auto& inc = s->incident;
-      bool resolved = inc.status == IncidentStatus::resolved;
-      h += resolved ? "<tr class=\"resolved\">" : "<tr>";
-      h += "<td class=\"sev\" style=\"color:" + severity_colour(inc.severity) + "\">" +
-           std::string(to_string(inc.severity)) + "</td>";
-      h += "<td>" + std::string(to_string(inc.status)) + "</td>";
-      h += "<td><a href=\"api/v1/incidents/" + html_escape(inc.id) + "\">" + html_escape(inc.title) + "</a><br><small>" +
-           html_escape(inc.rule) + " · " + html_escape(inc.id) + " rev " + std::to_string(inc.revision) + "</small>";
-      if (!inc.summary.empty()) h += "<div>" + html_escape(sanitize_utf8(inc.summary)) + "</div>";
-      if (!inc.evidence.empty()) {
-        h += "<pre>";
-        std::size_t n = 0;
-        for (const auto& e : inc.evidence) {
-          if (n++ == 8) break;
-          h += html_escape(sanitize_utf8(e.text)) + "\n";
-        }
-        h += "</pre>";
-      }
-      if (!inc.remediation.empty()) h += "<div><b>Fix:</b> " + html_escape(sanitize_utf8(inc.remediation)) + "</div>";
-      if (inc.caused_by) h += "<div><small>caused by " + html_escape(*inc.caused_by) + " (" +
-                              html_escape(inc.caused_by_rule) + ")</small></div>";
-      h += "</td><td>" + html_escape(sanitize_utf8(inc.stream)) + "</td>";
-      h += "<td>" + format_time(inc.first_seen) + "</td><td>" + format_time(inc.last_seen) + "</td>";
-      h += "<td>" + std::to_string(inc.count) + "</td></tr>";
-    }
-    h += "</table>";
+bool matches(const Incident& inc, const ListQuery& q) {
+  for (const auto& [key, value] : q.labels) {
+    const std::string* have = find_field(inc.stream_labels, label_name(key));
+    if (!have || *have != value) return false;
   }
-  h += "</body></html>\n";
-  HttpResponse r;
-  r.content_type = "text/html; charset=utf-8";
-  r.body = std::move(h);
-  return r;
+  if (q.caused_by && inc.caused_by != q.caused_by) return false;
+  return q.text.empty() || contains_text(inc, q.text);
+}
+
+// Each root cause (an incident explained by none in the list) followed by the incidents it explains, newest first
+// within both; an incident whose root cause is not in the list stands on its own.
+std::vector<const StoredIncident*> by_cause(const std::vector<const StoredIncident*>& items) {
+  std::unordered_map<std::string_view, std::vector<const StoredIncident*>> explained;
+  std::unordered_set<std::string_view> ids;
+  for (const auto* s : items) ids.insert(s->incident.id);
+  for (const auto* s : items)
+    if (s->incident.caused_by && ids.count(*s->incident.caused_by)) explained[*s->incident.caused_by].push_back(s);
+  std::vector<const StoredIncident*> out;
+  out.reserve(items.size());
+  for (const auto* s : items) {
+    if (s->incident.caused_by && ids.count(*s->incident.caused_by)) continue;
+    out.push_back(s);
+    if (auto it = explained.find(s->incident.id); it != explained.end())
+      out.insert(out.end(), it->second.begin(), it->second.end());
+  }
+  return out;
+}
+
+HttpResponse list_incidents(const ApiContext& ctx, const ListQuery& q) {
+  IncidentQuery view = q.view;
+  view.limit = std::numeric_limits<std::size_t>::max();
+  auto all = ctx.incidents ? ctx.incidents->query(view) : std::vector<const StoredIncident*>{};
+  std::vector<const StoredIncident*> items;
+  for (const auto* s : all)
+    if (matches(s->incident, q)) items.push_back(s);
+  if (q.by_cause) items = by_cause(items);
+  std::size_t firing = std::count_if(items.begin(), items.end(),
+                                     [](auto* s) { return s->incident.status == IncidentStatus::firing; });
+  std::size_t begin = std::min(q.offset, items.size());
+  std::size_t end = begin + std::min(q.limit, items.size() - begin);
+  std::string body = "{\"incidents\":[";
+  for (std::size_t i = begin; i < end; ++i) {
+    if (i != begin) body += ',';
+    body += items[i]->json;
+  }
+  body += "],\"count\":" + std::to_string(end - begin) + ",\"total\":" + std::to_string(items.size()) +
+          ",\"firing\":" + std::to_string(firing) + ",\"offset\":" + std::to_string(begin) +
+          ",\"limit\":" + std::to_string(q.limit) + "}";
+  return json_response(200, std::move(body));
+}
+
+HttpResponse list_rules(const ApiContext& ctx) {
+  std::unordered_map<std::string, std::uint64_t> matches;
+  if (ctx.activity)
+    for (auto& [rule, n] : ctx.activity().rule_matches) matches[rule] = n;
+  std::unordered_map<std::string_view, std::pair<std::size_t, std::size_t>> incidents;  // total, firing
+  IncidentQuery all;
+  all.limit = std::numeric_limits<std::size_t>::max();
+  auto stored = ctx.incidents ? ctx.incidents->query(all) : std::vector<const StoredIncident*>{};
+  for (const auto* s : stored) {
+    auto& n = incidents[s->incident.rule];
+    ++n.first;
+    if (s->incident.status == IncidentStatus::firing) ++n.second;
+  }
+  nlohmann::ordered_json rules = nlohmann::ordered_json::array();
+  if (ctx.rules) {
+    for (const auto& r : ctx.rules()) {
+      nlohmann::ordered_json j;
+      j["id"] = r.id;
+      j["title"] = sanitize_utf8(r.title);
+      j["severity"] = std::string(to_string(r.severity));
+      j["content_hash"] = r.content_hash;
+      j["summary"] = sanitize_utf8(r.summary);
+      nlohmann::ordered_json refs = nlohmann::ordered_json::array();
+      for (const auto& ref : r.references) refs.push_back(sanitize_utf8(ref));
+      j["references"] = std::move(refs);
+      auto m = matches.find(r.id);
+      j["matches"] = m == matches.end() ? 0 : m->second;
+      auto n = incidents.find(r.id);
+      j["incidents"] = n == incidents.end() ? 0 : n->second.first;
+      j["firing"] = n == incidents.end() ? 0 : n->second.second;
+      rules.push_back(std::move(j));
+    }
+  }
+  nlohmann::ordered_json out;
+  out["count"] = rules.size();
+  out["rules"] = std::move(rules);
+  return json_response(200, out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 }  // namespace
@@ -247,6 +303,16 @@ HttpResponse handle_request(const HttpRequest& request, const ApiContext& ctx, s
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   const Time now = (ctx.clock ? *ctx.clock : static_cast<const Clock&>(SystemClock::instance())).now();
 
+  // The only state-changing requests: a browser's session.
+  if (path == "/login" || path == "/logout") {
+    set_handler(path == "/login" ? "login" : "logout");
+    if (request.method != "POST") {
+      auto r = error_response(405, "method not allowed");
+      r.headers.emplace_back("Allow", "POST");
+      return r;
+    }
+    return path == "/login" ? server_detail::login(request, ctx, now) : server_detail::logout(request, ctx, now);
+  }
   if (request.method != "GET" && request.method != "HEAD") {
     set_handler("other");
     auto r = error_response(405, "method not allowed");
@@ -281,37 +347,32 @@ HttpResponse handle_request(const HttpRequest& request, const ApiContext& ctx, s
     }
     return r;
   }
-
-  bool api = path == "/" || path == "/index.html" || path.rfind("/api/", 0) == 0;
-  if (!api) {
+  // The page's files hold no data: served without a token, so a browser can show the login form.
+  if (path.rfind("/api/", 0) != 0) {
+    if (auto file = server_detail::page_file(path)) {
+      set_handler("page");
+      return std::move(*file);
+    }
     set_handler("not_found");
     return error_response(404, "not found");
   }
-  if (!ctx.api_token.empty() && !token_ok(request.authorization, ctx.api_token)) {
+  if (path == "/api/v1/session") {
+    set_handler("session");
+    return server_detail::session_state(request, ctx, now);
+  }
+  if (!ctx.api_token.empty() && !server_detail::bearer_ok(request.authorization, ctx.api_token) &&
+      !server_detail::session_ok(request.cookie, ctx.api_token, now)) {
     set_handler("unauthorized");
-    auto r = error_response(401, "a bearer token is required");
+    auto r = error_response(401, "a bearer token (or a session from the page's login) is required");
     r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"faultline\"");
     return r;
   }
 
-  if (path == "/" || path == "/index.html") {
-    set_handler("page");
-    IncidentQuery q;
-    if (auto err = parse_incident_query(params, now, q); !err.empty()) return error_response(400, err);
-    return render_page(ctx, q);
-  }
   if (path == "/api/v1/incidents") {
     set_handler("incidents");
-    IncidentQuery q;
+    ListQuery q;
     if (auto err = parse_incident_query(params, now, q); !err.empty()) return error_response(400, err);
-    auto items = ctx.incidents ? ctx.incidents->query(q) : std::vector<const StoredIncident*>{};
-    std::string body = "{\"incidents\":[";
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      if (i) body += ',';
-      body += items[i]->json;
-    }
-    body += "],\"count\":" + std::to_string(items.size()) + "}";
-    return json_response(200, std::move(body));
+    return list_incidents(ctx, q);
   }
   constexpr std::string_view one = "/api/v1/incidents/";
   if (path.rfind(one, 0) == 0) {
@@ -323,21 +384,15 @@ HttpResponse handle_request(const HttpRequest& request, const ApiContext& ctx, s
   }
   if (path == "/api/v1/rules") {
     set_handler("rules");
-    nlohmann::ordered_json rules = nlohmann::ordered_json::array();
-    if (ctx.rules) {
-      for (const auto& r : ctx.rules()) {
-        nlohmann::ordered_json j;
-        j["id"] = r.id;
-        j["title"] = sanitize_utf8(r.title);
-        j["severity"] = std::string(to_string(r.severity));
-        j["content_hash"] = r.content_hash;
-        rules.push_back(std::move(j));
-      }
-    }
-    nlohmann::ordered_json out;
-    out["count"] = rules.size();
-    out["rules"] = std::move(rules);
-    return json_response(200, out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    return list_rules(ctx);
+  }
+  if (path == "/api/v1/status") {
+    set_handler("status");
+    return server_detail::status_response(ctx, now);
+  }
+  if (path == "/api/v1/events") {
+    set_handler("events");
+    return server_detail::event_stream(ctx);
   }
   set_handler("not_found");
   return error_response(404, "not found");

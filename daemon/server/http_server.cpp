@@ -77,6 +77,45 @@ asio::awaitable<bool> read_request(State& st, beast::tcp_stream& stream, beast::
   co_return !ec;
 }
 
+// A Server-Sent Events response: the header and the first events, then what the stream's next() returns, until its
+// time is up, the client goes, the connection is shed or the server closes. The connection counts as waiting: a new
+// one beyond a bound sheds it (the browser reconnects) rather than being refused.
+asio::awaitable<void> stream_events(State& st, beast::tcp_stream& stream, ConnectionBook::Id id, unsigned version,
+                                    HttpResponse out, const std::string& handler) {
+  http::response<http::empty_body> res{static_cast<http::status>(out.status), version};
+  res.set(http::field::server, "faultline");
+  res.set(http::field::content_type, out.content_type);
+  res.set(http::field::cache_control, "no-store");
+  res.set("X-Content-Type-Options", "nosniff");
+  res.set("X-Accel-Buffering", "no");  // nginx: pass the events on as they come
+  for (const auto& [k, v] : out.headers) res.set(k, v);
+  res.keep_alive(false);  // the body ends when the connection does
+  http::response_serializer<http::empty_body> serializer(res);
+  beast::error_code ec;
+  auto on_error = asio::redirect_error(asio::use_awaitable, ec);
+  stream.expires_after(st.options.request_timeout);
+  co_await http::async_write_header(stream, serializer, on_error);
+  observe(st, handler, out.status);
+  if (ec) co_return;
+  st.book.waiting(id);
+  std::string chunk = std::move(out.body);
+  auto end = std::chrono::steady_clock::now() + out.stream->max_duration;
+  asio::steady_timer timer(stream.get_executor());
+  for (;;) {
+    if (!chunk.empty()) {
+      stream.expires_after(st.options.request_timeout);
+      co_await asio::async_write(stream, asio::buffer(chunk), on_error);
+      if (ec) co_return;
+    }
+    if (std::chrono::steady_clock::now() >= end) co_return;
+    timer.expires_after(out.stream->interval);
+    co_await timer.async_wait(on_error);
+    // Closed meanwhile: what next() reads may be going away. Shed: the socket is closed already.
+    if (st.closed || !st.book.holds(id)) co_return;
+    chunk = out.stream->next();
+  }
+}
+
 asio::awaitable<void> session(std::shared_ptr<State> st, tcp::socket socket, ConnectionBook::Id id) {
   beast::tcp_stream stream(std::move(socket));
   if (!st->book.holds(id)) co_return;  // shed before it started: the socket closes with the stream
@@ -98,9 +137,24 @@ asio::awaitable<void> session(std::shared_ptr<State> st, tcp::socket socket, Con
     HttpRequest r;
     r.method = std::string(req.method_string());
     r.target = std::string(req.target());
-    if (auto it = req.find(http::field::authorization); it != req.end()) r.authorization = std::string(it->value());
+    auto header = [&req](auto field) {
+      auto it = req.find(field);
+      return it == req.end() ? std::string() : std::string(it->value());
+    };
+    r.authorization = header(http::field::authorization);
+    r.cookie = header(http::field::cookie);
+    r.origin = header(http::field::origin);
+    r.host = header(http::field::host);
+    r.fetch_site = header("Sec-Fetch-Site");
+    r.forwarded_proto = header("X-Forwarded-Proto");
+    r.content_type = header(http::field::content_type);
+    r.body = req.body();
     std::string handler = "other";
     HttpResponse out = st->handler(r, &handler);
+    if (out.stream && req.method() != http::verb::head) {
+      co_await stream_events(*st, stream, id, req.version(), std::move(out), handler);
+      break;
+    }
 
     http::response<http::string_body> res{static_cast<http::status>(out.status), req.version()};
     res.set(http::field::server, "faultline");

@@ -17,7 +17,8 @@ namespace faultline {
 std::vector<RuleInfo> rule_infos(const RuleSet& rules) {
   std::vector<RuleInfo> infos;
   infos.reserve(rules.rules.size());
-  for (const auto& r : rules.rules) infos.push_back({r.id, r.title, r.severity, r.content_hash});
+  for (const auto& r : rules.rules)
+    infos.push_back({r.id, r.title, r.severity, r.content_hash, r.summary, r.references});
   return infos;
 }
 
@@ -32,6 +33,16 @@ void ServerStatus::set_ready(std::string_view component, bool ok, std::string de
 void ServerStatus::set_rules(std::vector<RuleInfo> rules) {
   std::lock_guard lock(mutex_);
   rules_ = std::move(rules);
+}
+
+void ServerStatus::set_activity(ReadingActivity activity) {
+  std::lock_guard lock(mutex_);
+  activity_ = std::move(activity);
+}
+
+ReadingActivity ServerStatus::activity() const {
+  std::lock_guard lock(mutex_);
+  return activity_;
 }
 
 std::vector<ReadinessItem> ServerStatus::readiness() const {
@@ -56,6 +67,7 @@ std::vector<RuleInfo> ServerStatus::rules() const {
 void use_status(ApiContext& context, const ServerStatus& status) {
   context.readiness = [&status] { return status.readiness(); };
   context.rules = [&status] { return status.rules(); };
+  context.activity = [&status] { return status.activity(); };
 }
 
 std::vector<std::string> validate_server(const ServerOptions& options) {

@@ -176,6 +176,9 @@ void Delivery::update_rules(const RuleSet& rules) {
   parts_->metrics->declare_rules(rules);
   parts_->status.set_rules(rule_infos(rules));
 }
+void Delivery::update_activity(ReadingActivity activity) {
+  if (parts_) parts_->status.set_activity(std::move(activity));
+}
 std::string Delivery::listen_address() const {
   return parts_ && parts_->server ? parts_->server->listen_address() : std::string();
 }

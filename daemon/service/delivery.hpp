@@ -14,6 +14,7 @@
 #include "faultline/incident.hpp"
 #include "faultline/metrics.hpp"
 #include "faultline/result.hpp"
+#include "faultline/server.hpp"
 #include "faultline/types.hpp"
 #include "journal.hpp"
 
@@ -64,6 +65,8 @@ class Delivery {
   bool wait_for_space(Duration max);
   void set_ready(std::string_view component, bool ok);
   void update_rules(const RuleSet& rules);
+  // What the page's header shows: files followed, lines read, event matches by rule.
+  void update_activity(ReadingActivity activity);
   std::string listen_address() const;
 
   // Stops the server, lets the sinks deliver until `grace` passes, stops the io thread.

@@ -70,6 +70,8 @@ struct Service::Impl {
   Steady next_checkpoint{};
   Steady next_tick{};
   bool ready_reported = false;
+  std::uint64_t activity_lines = 0;    // lines read at the last publish_activity
+  std::optional<Time> last_line_read;  // when that count last grew
   bool finished = false;
   bool started = false;
   bool stopped = false;
@@ -231,7 +233,31 @@ struct Service::Impl {
   void commit() { delivery.commit(journal); }
 
   void publish_totals() {
-    collector->publish(gather_totals(*adapter, *tailer, *pipeline, config, attribution, true));
+    auto totals = gather_totals(*adapter, *tailer, *pipeline, config, attribution, true);
+    publish_activity(totals);
+    collector->publish(std::move(totals));
+  }
+
+  // For the page: files followed, lines read and when the last one came, event matches by rule.
+  void publish_activity(const PipelineTotals& totals) {
+    ReadingActivity a;
+    for (const auto& s : totals.sources) a.lines_read += s.lines_read;
+    if (a.lines_read > activity_lines) {
+      activity_lines = a.lines_read;
+      last_line_read = clock.now();
+    }
+    a.last_line = last_line_read;
+    a.files = tailer->stats().watched_files;
+    if (rules) {
+      const auto& set = rules->rule_set();
+      for (std::size_t i = 0; i < set.rules.size() && i < event_counters.size(); ++i) {
+        double n = 0;
+        for (const auto* c : event_counters[i])
+          if (c) n += c->Value();
+        a.rule_matches.emplace_back(set.rules[i].id, static_cast<std::uint64_t>(n));
+      }
+    }
+    delivery.update_activity(std::move(a));
   }
 
   void replace_rules(std::shared_ptr<const CompiledRules> next) {
@@ -335,6 +361,7 @@ StepResult Service::step(const Wakeups& woke) {
                  d.tailer->stats().watched_dirs);
     d.delivery.set_ready("sources", true);
     d.ready_reported = true;
+    d.publish_totals();  // the page's "reading N files" from the first look on, not from the first tick
   }
 
   Steady now = d.clock.steady();

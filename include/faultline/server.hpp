@@ -1,8 +1,9 @@
-// server: the HTTP face of the daemon — /metrics, /healthz, /readyz, /api/v1/incidents[/<id>], /api/v1/rules and a
-// small incident page at /. The routing and rendering are plain functions over plain values (handle_request, no
-// Boost); `Server` runs the Beast listener that feeds them on the daemon's io thread (io_thread.hpp). The server reads
-// incidents through an IncidentView and the daemon's readiness and rules through a ServerStatus; it knows nothing of
-// the sinks. handle_request runs on the io thread (the view belongs to it); ServerStatus is thread-safe.
+// server: the HTTP face of the daemon — /metrics, /healthz, /readyz, /api/v1/incidents[/<id>], /api/v1/rules,
+// /api/v1/status, the live stream /api/v1/events and the on-call page at / (its HTML, CSS and JS are compiled into the
+// binary). The routing and rendering are plain functions over plain values (handle_request, no Boost); `Server` runs
+// the Beast listener that feeds them on the daemon's io thread (io_thread.hpp). The server reads incidents through an
+// IncidentView and the daemon's readiness, rules and reading activity through a ServerStatus; it knows nothing of the
+// sinks. handle_request runs on the io thread (the view belongs to it); ServerStatus is thread-safe.
 #pragma once
 
 #include <chrono>
@@ -31,8 +32,9 @@ struct ServerOptions {
   // host:port to listen on ("127.0.0.1:9464", "[::1]:9464", "0.0.0.0:9464"); port 0 picks a free port; empty: no
   // server at all.
   std::string listen = "127.0.0.1:9464";
-  // When set, the token in this file (whitespace trimmed) is required as `Authorization: Bearer <token>` by the
-  // incident API and the page (/, /api/*). /metrics, /healthz and /readyz stay open.
+  // When set, the token in this file (whitespace trimmed) is required by the incident API (/api/*): as
+  // `Authorization: Bearer <token>`, or the session cookie a browser gets by posting the token to /login (the page
+  // shows the form). The page's own files hold no data and, like /metrics, /healthz and /readyz, stay open.
   std::string api_token_file;
   // Connections held at once, in all and from one client address. A new connection beyond either bound sheds the
   // connection that has waited longest (for its header, its body or its next keep-alive request) — of the same client
@@ -51,16 +53,33 @@ std::optional<std::pair<std::string, std::uint16_t>> parse_listen_address(std::s
                                                                           std::string* error = nullptr);
 
 struct HttpRequest {
-  std::string method;         // "GET", "HEAD", ...
+  std::string method;         // "GET", "HEAD", "POST", ...
   std::string target;         // path and query, as sent
   std::string authorization;  // the Authorization header, if any
+  std::string cookie;         // the Cookie header, if any
+  std::string origin;         // the Origin header, if any (browsers send it with every POST)
+  std::string host;           // the Host header
+  std::string fetch_site;     // Sec-Fetch-Site, if any ("same-origin", "cross-site", ...)
+  std::string forwarded_proto;  // X-Forwarded-Proto, if any: "https" behind a TLS proxy
+  std::string content_type;
+  std::string body;
+};
+
+// A response that stays open as Server-Sent Events (text/event-stream): after the header the listener calls next()
+// every `interval` and sends what it returns (nothing when it returns ""), until `max_duration` passes (browsers
+// reconnect by themselves), the client goes away or the server closes. next() runs on the io thread.
+struct EventStream {
+  std::function<std::string()> next;
+  Duration interval = std::chrono::milliseconds(500);
+  Duration max_duration = std::chrono::minutes(5);
 };
 
 struct HttpResponse {
   unsigned status = 200;
   std::string content_type = "text/plain; charset=utf-8";
-  std::string body;
+  std::string body;  // with a stream: sent first, right after the header
   std::vector<std::pair<std::string, std::string>> headers;
+  std::shared_ptr<EventStream> stream;  // set: an event stream, not a plain response
 };
 
 struct RuleInfo {
@@ -68,6 +87,17 @@ struct RuleInfo {
   std::string title;
   Severity severity = Severity::warning;
   std::string content_hash;
+  std::string summary;  // the rule's summary template ({field|default} placeholders as written)
+  std::vector<std::string> references;
+};
+
+// What the pipeline has been reading, for the page's "reading N files, last line M s ago". Published by the daemon
+// at every tick.
+struct ReadingActivity {
+  std::uint64_t files = 0;        // files followed now
+  std::uint64_t lines_read = 0;   // since start
+  std::optional<Time> last_line;  // when a line was last read (wall clock); unset: none yet
+  std::vector<std::pair<std::string, std::uint64_t>> rule_matches;  // event matches since start, by rule id
 };
 
 struct ReadinessItem {
@@ -87,14 +117,17 @@ class ServerStatus {
   explicit ServerStatus(std::string state_dir = {}) : state_dir_(std::move(state_dir)) {}
   void set_ready(std::string_view component, bool ok, std::string detail = {});
   void set_rules(std::vector<RuleInfo> rules);
+  void set_activity(ReadingActivity activity);
   std::vector<ReadinessItem> readiness() const;
   std::vector<RuleInfo> rules() const;
+  ReadingActivity activity() const;
 
  private:
   std::string state_dir_;
   mutable std::mutex mutex_;
   std::vector<ReadinessItem> ready_;  // in order of first report
   std::vector<RuleInfo> rules_;
+  ReadingActivity activity_;
 };
 
 // What the API reads. All pointers and callbacks are used on the io thread only.
@@ -103,13 +136,14 @@ struct ApiContext {
   Metrics* metrics = nullptr;
   std::function<std::vector<ReadinessItem>()> readiness;
   std::function<std::vector<RuleInfo>()> rules;
+  std::function<ReadingActivity()> activity;
   std::string api_token;     // empty: the API is open
   std::string external_url;  // base for links on the page
   std::string version;
-  const Clock* clock = nullptr;  // "now" for ?since=<duration>; nullptr: the system clock
+  const Clock* clock = nullptr;  // "now" for ?since=<duration> and sessions; nullptr: the system clock
 };
 
-// Readiness and rules of `status`, read through the context's callbacks. `status` must outlive the context.
+// Readiness, rules and activity of `status`, read through the context's callbacks. `status` must outlive the context.
 void use_status(ApiContext& context, const ServerStatus& status);
 
 // Routes one request. The handler name used in metrics is returned through `handler` (fixed set of words).
