@@ -87,6 +87,9 @@ std::optional<RunFlags> parse_run_flags(const Args& args, int& status) {
     status = 2;
     return std::nullopt;
   };
+  if (f.listen) {
+    if (auto problem = listen_address_problem(*f.listen)) return fail("--listen: " + *problem);
+  }
   for (const auto& p : positionals) {
     if (p != "-") return fail("unexpected argument '" + p + "'");
     f.use_stdin = true;
