@@ -164,8 +164,8 @@ class ZstdDecompressor final : public Decompressor {
         error = std::string("corrupt zstd data: ") + ::ZSTD_getErrorName(rc);
         break;
       }
+      if (input.pos == in_before && output.pos == out_before) break;  // (rc then only hints at the next frame)
       frame_ended_ = rc == 0;
-      if (input.pos == in_before && output.pos == out_before) break;
     }
     in.remove_prefix(input.pos);
     return output.pos;

@@ -20,7 +20,7 @@ def messages(daemon, level=None):
 
 def wait_logged(daemon, text, what):
     tl.wait_until(lambda: daemon.logged(text), timeout=20, what=what,
-                  alive=lambda: daemon.running())
+                  alive=daemon.proc)
     return [m for m in messages(daemon) if text in m]
 
 
