@@ -449,7 +449,7 @@ TEST_CASE("the nearest name: typos and abbreviations, nothing when far") {
   CHECK(nearest_name("nccl-watchdog-timout", ids) == "nccl-watchdog-timeout");
   CHECK(nearest_name("gpu-xid-eror", ids) == "gpu-xid-error");
   CHECK(nearest_name("cuda-oom", ids) == "cuda-out-of-memory");
-  CHECK(nearest_name("nccl-wd-timeout", ids) == "nccl-watchdog-timeout");
+  CHECK(nearest_name("nccl-watch-time", ids) == "nccl-watchdog-timeout");
   CHECK(nearest_name("fell-off-the-bus", ids).empty());
   CHECK(nearest_name("x", ids).empty());
 }
