@@ -74,15 +74,28 @@ def man_page(version, cmds, helps):
         text, flags = helps[name]
         out.append(".SH \"FAULTLINE %s\"" % name.upper())
         # The usage line and summary as printed, then each flag as a tagged paragraph.
-        body = text.split("\n  ")[0] if flags else text
+        lines = text.rstrip().split("\n")
+        first_flag = next((i for i, l in enumerate(lines) if FLAG_LINE.match(l) or l.startswith("  -h, --help")),
+                          len(lines))
+        usage, rest = [], lines[:first_flag]
+        while rest and rest[0].strip():
+            usage.append(rest.pop(0))
         out.append(".nf")
-        out.append(roff_escape(body.rstrip()))
+        out.append(roff_escape("\n".join(usage)))
         out.append(".fi")
+        summary = " ".join(l.strip() for l in rest if l.strip())
+        if summary:
+            out.append(".PP")
+            out.append(roff_escape(summary))
         for f in flags:
             out.append(".TP")
             names = ", ".join(["\\fB%s\\fR" % a for a in f["aliases"]] + ["\\fB%s\\fR" % f["name"].replace("-", "\\-")])
             out.append(names + (" \\fI%s\\fR" % f["metavar"] if f["metavar"] else ""))
             out.append(roff_escape(f["help"]))
+        footer = [l.strip() for l in lines[first_flag:] if l.strip() and not l.startswith("  ")]
+        if footer:
+            out.append(".PP")
+            out.append(roff_escape(" ".join(footer)))
     out.append(".SH ENVIRONMENT")
     for name, what in (("NO_COLOR", "set and not empty: no colour on a terminal (--color=always still colours)"),
                        ("STATE_DIRECTORY", "the default state dir of run (systemd's StateDirectory=)"),
