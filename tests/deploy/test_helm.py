@@ -131,14 +131,22 @@ def env_of(c, name):
 
 
 def rendered_rules(r):
-    """The rule files the chart renders into ConfigMaps (rules.custom), as {name: text}."""
+    """The rule files the chart renders into ConfigMaps beyond the repository's catalog (rules.custom), as
+    {name: text}."""
+    catalog = set()
+    for root, _, files in os.walk(os.path.join(SOURCE_DIR, "rules")):
+        for name in files:
+            if name.endswith(".yaml"):
+                with open(os.path.join(root, name)) as f:
+                    catalog.update(re.findall(r"^id:\s*(\S+)", f.read(), re.M))
     out = {}
     for d in (r.docs if r is not None else []):
         if d.get("kind") != "ConfigMap":
             continue
         for key, text in (d.get("data") or {}).items():
             if key.endswith((".yaml", ".yml")) and re.search(r"^id:\s", text or "", re.M) \
-                    and re.search(r"^events:", text, re.M):
+                    and re.search(r"^events:", text, re.M) \
+                    and not set(re.findall(r"^id:\s*(\S+)", text, re.M)) <= catalog:
                 out[key] = text
     return out
 
