@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string command = argv[1];
-  if (command == "--version") command = "version";
+  if (command == "--version" || command == "-V") command = "version";
   if (command == "-h" || command == "--help" || command == "help") {
     std::cout << usage();
     return 0;

@@ -9,6 +9,7 @@
 #   /usr/share/faultline/grafana/faultline.json      dashboard
 #   /usr/share/faultline/prometheus/alerts.yaml      when deploy/prometheus/alerts.yaml exists
 #   /etc/faultline/config.yaml                       from deploy/config.example.yaml when it exists
+#   the man page, the bash and zsh completions and the documentation (below)
 # and configures CPack: `cpack -G DEB` in the build tree makes faultline_<version>_<arch>.deb.
 include(GNUInstallDirs)
 
@@ -32,6 +33,32 @@ if(EXISTS ${FAULTLINE_DEPLOY_DIR}/config.example.yaml)
           DESTINATION /etc/faultline RENAME config.yaml)  # the unit reads /etc/faultline/config.yaml whatever the prefix
   install(FILES ${FAULTLINE_DEPLOY_DIR}/config.example.yaml DESTINATION ${CMAKE_INSTALL_DATADIR}/faultline)
 endif()
+
+# The man page and the bash/zsh completions, generated from the built binary's help text (scripts/manpage.py), and
+# the documentation the help text points to:
+#   /usr/share/man/man1/faultline.1
+#   /usr/share/bash-completion/completions/faultline
+#   /usr/share/zsh/vendor-completions/_faultline
+#   /usr/share/doc/faultline/{README.md,docs/*.md,rules/README.md}
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND AND NOT CMAKE_CROSSCOMPILING)
+  set(_faultline_gen ${CMAKE_BINARY_DIR}/generated)
+  add_custom_command(
+    OUTPUT ${_faultline_gen}/faultline.1 ${_faultline_gen}/faultline.bash ${_faultline_gen}/_faultline
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/manpage.py $<TARGET_FILE:faultline>
+            --man ${_faultline_gen}/faultline.1 --bash ${_faultline_gen}/faultline.bash --zsh ${_faultline_gen}/_faultline
+    DEPENDS faultline ${CMAKE_SOURCE_DIR}/scripts/manpage.py
+    COMMENT "man page and shell completions from faultline's help text")
+  add_custom_target(faultline_manpage ALL
+                    DEPENDS ${_faultline_gen}/faultline.1 ${_faultline_gen}/faultline.bash ${_faultline_gen}/_faultline)
+  install(FILES ${_faultline_gen}/faultline.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+  install(FILES ${_faultline_gen}/faultline.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
+          RENAME faultline)
+  install(FILES ${_faultline_gen}/_faultline DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
+endif()
+install(FILES ${CMAKE_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md")
+install(FILES ${CMAKE_SOURCE_DIR}/rules/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/rules)
 
 # --- .deb ------------------------------------------------------------------------------------
 set(CPACK_GENERATOR "DEB")

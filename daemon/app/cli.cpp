@@ -1,7 +1,10 @@
 #include "cli.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cassert>
+#include <cstdlib>
 #include <ostream>
 
 namespace faultline::app::cli {
@@ -184,6 +187,22 @@ std::optional<int> Parser::handle(const Args& args, std::ostream& out, std::ostr
     return 2;
   }
   return std::nullopt;
+}
+
+std::optional<ColourMode> parse_colour_mode(std::string_view text) {
+  if (text == "auto") return ColourMode::automatic;
+  if (text == "always") return ColourMode::always;
+  if (text == "never") return ColourMode::never;
+  return std::nullopt;
+}
+
+bool colour_enabled(ColourMode mode, int fd) {
+  if (mode != ColourMode::automatic) return mode == ColourMode::always;
+  const char* no_colour = std::getenv("NO_COLOR");
+  if (no_colour != nullptr && *no_colour != '\0') return false;
+  const char* term = std::getenv("TERM");
+  if (term != nullptr && std::string_view(term) == "dumb") return false;
+  return ::isatty(fd) != 0;
 }
 
 }  // namespace faultline::app::cli

@@ -5,6 +5,7 @@
 // an error, never a path. Plain values, no global state; a parser and its targets belong to one thread.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <iosfwd>
 #include <optional>
@@ -102,6 +103,12 @@ class Parser {
   std::string positional_metavar_;
   std::vector<std::string>* positionals_ = nullptr;
 };
+
+// --color=auto|always|never. auto: colour when `fd` is a terminal, unless NO_COLOR is set (https://no-color.org)
+// or TERM is "dumb"; always and never win over both.
+enum class ColourMode : std::uint8_t { automatic, always, never };
+std::optional<ColourMode> parse_colour_mode(std::string_view text);
+bool colour_enabled(ColourMode mode, int fd);
 
 }  // namespace cli
 }  // namespace faultline::app

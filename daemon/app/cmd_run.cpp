@@ -3,7 +3,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <iostream>
+#include <string>
 
 #include "faultline/config.hpp"
 #include "faultline/service.hpp"
@@ -36,17 +39,23 @@ int run_command(const Args& args) {
     return 2;
   }
 
-  Duration grace = config.shutdown_timeout;
-  Service service(ServiceOptions{std::move(config)});
   if (flags->check_only) {
-    auto rules = service.check();
-    if (!rules) {
-      spdlog::error("{}; nothing started", rules.error().message);
+    // The pre-flight: what the start would refuse, with no side effects; plain lines, as `faultline check` prints.
+    Preflight checked = preflight(config);
+    for (const auto& d : checked.diagnostics) std::cerr << d.str() << "\n";
+    if (!checked.ok()) {
+      std::cerr << error_count(checked.diagnostics) << " error(s); faultline run would not start\n";
       return 2;
     }
-    spdlog::info("config and {} rule(s) are valid", *rules);
+    std::cerr << (config.file.empty() ? std::string("the built-in config") : config.file) << " and " << checked.rules
+              << (checked.rules == 1 ? " rule are" : " rules are") << " valid\n";
     return 0;
   }
+
+  // Incidents on a terminal read as `scan` prints them; JSON lines when piped or with --output.
+  if (!flags->output && config.output == "-" && ::isatty(STDOUT_FILENO) != 0) config.output_text = true;
+  Duration grace = config.shutdown_timeout;
+  Service service(ServiceOptions{std::move(config), nullptr, flags->start_at});
 
   // Signals are blocked before any thread starts (the outputs' and the reloader's inherit the mask) and read from a
   // signalfd in the loop.

@@ -29,6 +29,8 @@ struct ScanFlags {
   std::optional<ContainerFormat> format;
   std::optional<std::chrono::seconds> utc_offset;
   std::string cache;
+  cli::ColourMode colour = cli::ColourMode::automatic;
+  std::optional<Time> since, until;
 };
 
 cli::Parser scan_parser(ScanFlags& f) {
@@ -45,8 +47,16 @@ cli::Parser scan_parser(ScanFlags& f) {
   cli.option("--utc-offset", "Z", f.utc_offset, parse_utc_offset, "+HH:MM",
              "zone of times printed without one (default +00:00)");
   cli.option("--cache", "DIR", f.cache, "keep the compiled rule database in DIR");
+  cli.option("--since", "TIME", f.since, parse_rfc3339, "an RFC 3339 time",
+             "only incidents whose lines reach TIME or later (event time, RFC 3339)");
+  cli.option("--until", "TIME", f.until, parse_rfc3339, "an RFC 3339 time",
+             "only incidents that began before TIME (event time, RFC 3339)");
+  cli.option("--color", "WHEN", f.colour, cli::parse_colour_mode, "auto, always or never",
+             "auto (a terminal, unless NO_COLOR is set) | always | never");
   cli.positionals("FILE|-", f.inputs);
-  cli.footer("Exit status: 0 no incident, 1 incidents found, 2 usage or rule error.");
+  cli.footer("Inputs may be gzip- or zstd-compressed (told by their first bytes). With --json, standard output holds "
+             "only JSON lines; --explain and the summary go to standard error. Exit status: 0 no incident, 1 "
+             "incidents found, 2 usage or rule error, or an input that cannot be read.");
   return cli;
 }
 
@@ -100,19 +110,31 @@ int cmd_scan(const Args& args) {
   if (f.format) decode.format = *f.format;
   if (f.utc_offset) decode.time.utc_offset = *f.utc_offset;
 
+  // The time in the summary is the whole scan's, loading and compiling the rules included.
+  const auto began = std::chrono::steady_clock::now();
   // Patterns of the rules that load are compiled too, so one run reports every problem.
   Catalog catalog = load_and_compile(f.rules, {}, f.cache, CatalogPolicy{OnLoadError::compile_the_rest});
   for (const auto& d : catalog.diagnostics) std::cerr << d.str() << "\n";
   if (!catalog.compiled) return 2;
 
   ReplayOptions options;
-  if (f.json) options.on_incident = [](const Incident& inc) { std::cout << to_json(inc) << "\n"; };
+  auto in_window = [&f](const Incident& inc) {
+    return (!f.since || inc.last_seen >= *f.since) && (!f.until || inc.first_seen < *f.until);
+  };
+  if (f.json)
+    options.on_incident = [&in_window](const Incident& inc) {
+      if (in_window(inc)) std::cout << to_json(inc) << "\n";
+    };
   Replay replay(catalog.compiled, std::move(options));
-  if (f.explain) replay.pipeline().set_trace([](const std::string& line) { std::cout << "explain: " << line << "\n"; });
+  // With --json, standard output is JSON lines only.
+  std::ostream& explain_out = f.json ? std::cerr : std::cout;
+  if (f.explain)
+    replay.pipeline().set_trace([&explain_out](const std::string& line) { explain_out << "explain: " << line << "\n"; });
 
-  const auto started = std::chrono::steady_clock::now();
+  const bool progress = ::isatty(STDERR_FILENO) != 0;
   for (const auto& input : f.inputs) {
     ScanInput in(input);
+    ScanProgress shown(input == "-" ? "stdin" : input, progress);
     if (!in.ok()) {
       std::cerr << "faultline scan: cannot open " << input << ": " << in.error() << "\n";
       return 2;
@@ -131,6 +153,7 @@ int cmd_scan(const Args& args) {
     };
     std::string_view piece;
     while (in.next(piece)) {
+      shown.update(in.consumed(), in.size(), replay.stats().lines);
       if (started) {
         replay.feed(stream, piece);
       } else if (head.empty() && enough_to_look_at(piece)) {
@@ -149,6 +172,7 @@ int cmd_scan(const Args& args) {
       begin(head);
       replay.feed(stream, head);
     }
+    shown.done();
     if (!in.ok()) {
       std::cerr << "faultline scan: cannot read " << input << ": " << in.error() << "\n";
       return 2;
@@ -156,14 +180,18 @@ int cmd_scan(const Args& args) {
     replay.end_stream(stream);
   }
   replay.finish();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
 
-  if (!f.json) {
-    const bool colour = ::isatty(STDOUT_FILENO) != 0;
-    for (const auto& inc : replay.incidents()) std::cout << to_text(inc, colour) << "\n";
+  std::size_t shown = 0;
+  const bool colour = cli::colour_enabled(f.colour, STDOUT_FILENO);
+  for (const auto& inc : replay.incidents()) {
+    if (!in_window(inc)) continue;
+    ++shown;
+    if (!f.json) std::cout << to_text(inc, colour) << "\n";
   }
   print_summary(replay, *catalog.compiled, seconds);
-  return replay.incidents().empty() ? 0 : 1;
+  if (f.since || f.until) std::cerr << "faultline: " << shown << " incident(s) in the --since/--until window\n";
+  return shown == 0 ? 0 : 1;
 }
 
 }  // namespace faultline::app

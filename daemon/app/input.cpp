@@ -8,15 +8,36 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <zlib.h>
+#include <zstd.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <iterator>
 
 namespace faultline::app {
 
 namespace {
 
 constexpr std::size_t kBuffer = 1u << 20;    // read() at a time otherwise
+constexpr std::size_t kDecompressed = 4u << 20;  // decompressed bytes handed out at a time
+constexpr std::size_t kMagic = 6;             // bytes that tell the encoding (xz's magic is the longest)
+
+bool starts_with(std::string_view bytes, std::string_view magic) {
+  return bytes.size() >= magic.size() && bytes.compare(0, magic.size(), magic) == 0;
+}
+
+// A stored format that scan cannot decompress: named, so the input is an error and not "no lines".
+const char* unreadable_format(std::string_view head) {
+  using namespace std::string_view_literals;
+  if (starts_with(head, "\xfd" "7zXZ\x00"sv)) return "xz";
+  if (starts_with(head, "BZh"sv) && head.size() > 3 && head[3] >= '1' && head[3] <= '9') return "bzip2";
+  if (starts_with(head, "PK\x03\x04"sv)) return "zip";
+  if (starts_with(head, "\x04\x22\x4d\x18"sv)) return "lz4";
+  return nullptr;
+}
 
 // A mapped file that another process truncates makes reading past its new end raise SIGBUS. That is reported as
 // what it is, not as a crash.
@@ -37,6 +58,124 @@ void install_sigbus_handler() {
   }();
   (void)installed;
 }
+
+}  // namespace
+
+std::string_view to_string(InputEncoding encoding) {
+  switch (encoding) {
+    case InputEncoding::plain: return "plain";
+    case InputEncoding::gzip: return "gzip";
+    case InputEncoding::zstd: return "zstd";
+  }
+  return "plain";
+}
+
+// One compressed stream: takes input bytes, gives output bytes. Concatenated members (gzip) and frames (zstd) are one
+// stream, as gzip -dc and zstd -dc read them.
+class Decompressor {
+ public:
+  virtual ~Decompressor() = default;
+  // Decompresses from `in` (advanced past what was taken) into `out`; returns the bytes written, or sets `error`.
+  virtual std::size_t run(std::string_view& in, char* out, std::size_t capacity, std::string& error) = 0;
+  // The input ended: whether it ended at the end of a member or frame (else it was cut short).
+  virtual bool complete() const = 0;
+};
+
+namespace {
+
+class GzipDecompressor final : public Decompressor {
+ public:
+  GzipDecompressor() {
+    // 15 + 32: a window of 32 KiB, gzip or zlib header detected.
+    ok_ = ::inflateInit2(&z_, 15 + 32) == Z_OK;
+  }
+  ~GzipDecompressor() override {
+    if (ok_) ::inflateEnd(&z_);
+  }
+  GzipDecompressor(const GzipDecompressor&) = delete;
+  GzipDecompressor& operator=(const GzipDecompressor&) = delete;
+
+  std::size_t run(std::string_view& in, char* out, std::size_t capacity, std::string& error) override {
+    if (!ok_) {
+      error = "cannot start zlib";
+      return 0;
+    }
+    std::size_t written = 0;
+    // With no input left, zlib may still hold output that did not fit last time: call until it makes no progress.
+    while (written < capacity) {
+      if (member_ended_ && in.empty()) break;
+      if (member_ended_) {
+        // Another member follows (gzip file1 file2 > both.gz), or padding of zeros some tools leave.
+        if (in.find_first_not_of('\0') == std::string_view::npos) {
+          in = {};
+          break;
+        }
+        ::inflateReset(&z_);
+        member_ended_ = false;
+      }
+      z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+      z_.avail_in = static_cast<uInt>(std::min<std::size_t>(in.size(), 1u << 30));
+      z_.next_out = reinterpret_cast<Bytef*>(out + written);
+      z_.avail_out = static_cast<uInt>(capacity - written);
+      const uInt before_in = z_.avail_in;
+      const uInt before_out = z_.avail_out;
+      int rc = ::inflate(&z_, Z_NO_FLUSH);
+      in.remove_prefix(before_in - z_.avail_in);
+      written += before_out - z_.avail_out;
+      if (rc == Z_STREAM_END) {
+        member_ended_ = true;
+        continue;
+      }
+      if (rc == Z_BUF_ERROR || (before_in == z_.avail_in && before_out == z_.avail_out)) break;  // needs more input
+      if (rc != Z_OK) {
+        error = std::string("corrupt gzip data: ") + (z_.msg ? z_.msg : "inflate failed");
+        return written;
+      }
+    }
+    return written;
+  }
+  bool complete() const override { return member_ended_; }
+
+ private:
+  z_stream z_{};
+  bool ok_ = false;
+  bool member_ended_ = false;
+};
+
+class ZstdDecompressor final : public Decompressor {
+ public:
+  ZstdDecompressor() : z_(::ZSTD_createDStream()) {}
+  ~ZstdDecompressor() override { ::ZSTD_freeDStream(z_); }
+  ZstdDecompressor(const ZstdDecompressor&) = delete;
+  ZstdDecompressor& operator=(const ZstdDecompressor&) = delete;
+
+  std::size_t run(std::string_view& in, char* out, std::size_t capacity, std::string& error) override {
+    if (z_ == nullptr) {
+      error = "cannot start zstd";
+      return 0;
+    }
+    ZSTD_inBuffer input{in.data(), in.size(), 0};
+    ZSTD_outBuffer output{out, capacity, 0};
+    // With no input left, zstd may still hold output that did not fit last time: call until it makes no progress.
+    while (output.pos < output.size) {
+      const std::size_t in_before = input.pos, out_before = output.pos;
+      const std::size_t rc = ::ZSTD_decompressStream(z_, &output, &input);
+      if (::ZSTD_isError(rc)) {
+        error = std::string("corrupt zstd data: ") + ::ZSTD_getErrorName(rc);
+        break;
+      }
+      if (input.pos == in_before && output.pos == out_before) break;  // (rc then only hints at the next frame)
+      frame_ended_ = rc == 0;
+    }
+    in.remove_prefix(input.pos);
+    return output.pos;
+  }
+  bool complete() const override { return frame_ended_; }
+
+ private:
+  ZSTD_DStream* z_;
+  bool frame_ended_ = false;
+};
 
 }  // namespace
 
@@ -72,7 +211,7 @@ void ScanInput::unmap() {
   window_len_ = 0;
 }
 
-bool ScanInput::next(std::string_view& piece) {
+bool ScanInput::next_raw(std::string_view& piece) {
   if (!ok()) return false;
   if (mapped_) {
     unmap();
@@ -91,7 +230,7 @@ bool ScanInput::next(std::string_view& piece) {
         error_ = std::strerror(errno);
         return false;
       }
-      return next(piece);
+      return next_raw(piece);
     }
     ::madvise(p, len, MADV_SEQUENTIAL);
     window_ = p;
@@ -113,6 +252,138 @@ bool ScanInput::next(std::string_view& piece) {
     error_ = std::strerror(errno);
     return false;
   }
+}
+
+bool ScanInput::next(std::string_view& piece) {
+  if (!sniffed_) return sniff(piece);
+  if (decompressor_) return next_decompressed(piece);
+  return next_raw(piece);
+}
+
+bool ScanInput::sniff(std::string_view& piece) {
+  sniffed_ = true;
+  std::string_view first;
+  if (!next_raw(first)) return false;
+  // A pipe may hand out fewer bytes than the magic at first: gather them.
+  if (first.size() < kMagic) {
+    head_.assign(first);
+    std::string_view more;
+    while (head_.size() < kMagic && next_raw(more)) head_.append(more);
+    if (!ok()) return false;
+    first = head_;
+  }
+  if (const char* format = unreadable_format(first)) {
+    error_ = std::string(format) + "-compressed input: scan reads plain, gzip and zstd logs (decompress it first: " +
+             (std::string_view(format) == "xz"      ? "xz -dc"
+              : std::string_view(format) == "bzip2" ? "bzip2 -dc"
+              : std::string_view(format) == "lz4"   ? "lz4 -dc"
+                                                    : "unzip -p") +
+             " FILE | faultline scan -)";
+    return false;
+  }
+  using namespace std::string_view_literals;
+  if (starts_with(first, "\x1f\x8b"sv)) {
+    encoding_ = InputEncoding::gzip;
+    decompressor_ = std::make_unique<GzipDecompressor>();
+  } else if (starts_with(first, "\x28\xb5\x2f\xfd"sv)) {
+    encoding_ = InputEncoding::zstd;
+    decompressor_ = std::make_unique<ZstdDecompressor>();
+  }
+  if (!decompressor_) {
+    piece = first;
+    return !first.empty() || next_raw(piece);
+  }
+  pending_ = first;
+  return next_decompressed(piece);
+}
+
+bool ScanInput::next_decompressed(std::string_view& piece) {
+  decompressed_.resize(kDecompressed);
+  while (ok()) {
+    if (pending_.empty() && !raw_ended_) {
+      if (!next_raw(pending_)) {
+        raw_ended_ = true;
+        if (!ok()) return false;
+      }
+    }
+    const std::size_t n = decompressor_->run(pending_, decompressed_.data(), decompressed_.size(), error_);
+    if (!error_.empty()) error_ = std::string(to_string(encoding_)) + " input: " + error_;
+    if (n > 0) {
+      piece = std::string_view(decompressed_.data(), n);
+      return true;  // an error after these bytes shows at the next call
+    }
+    if (!ok()) return false;
+    if (raw_ended_ && pending_.empty()) {
+      if (!decompressor_->complete()) {
+        error_ = std::string(to_string(encoding_)) + " input ends in the middle of its data (cut short?)";
+      }
+      return false;
+    }
+  }
+  return false;
+}
+
+ScanProgress::ScanProgress(std::string input, bool enabled)
+    : input_(std::move(input)), enabled_(enabled), started_(std::chrono::steady_clock::now()),
+      next_draw_(started_ + kAfter) {}
+
+ScanProgress::~ScanProgress() { done(); }
+
+void ScanProgress::update(std::size_t consumed, std::size_t size, std::uint64_t lines) {
+  if (!enabled_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_draw_) return;
+  next_draw_ = now + std::chrono::seconds(1);
+  const double seconds = std::chrono::duration<double>(now - started_).count();
+  std::string text = "\r" + line(input_, consumed, size, lines, seconds) + "\x1b[K";
+  [[maybe_unused]] auto n = ::write(STDERR_FILENO, text.data(), text.size());
+  shown_ = true;
+}
+
+void ScanProgress::done() {
+  if (!shown_) return;
+  shown_ = false;
+  static constexpr char kClear[] = "\r\x1b[K";
+  [[maybe_unused]] auto n = ::write(STDERR_FILENO, kClear, sizeof kClear - 1);
+}
+
+namespace {
+
+std::string human_bytes(double bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  std::size_t unit = 0;
+  while (bytes >= 1024 && unit + 1 < std::size(kUnits)) {
+    bytes /= 1024;
+    ++unit;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, unit == 0 ? "%.0f %s" : "%.1f %s", bytes, kUnits[unit]);
+  return buf;
+}
+
+std::string human_count(double n) {
+  char buf[32];
+  if (n >= 1e6) std::snprintf(buf, sizeof buf, "%.1fM", n / 1e6);
+  else if (n >= 1e3) std::snprintf(buf, sizeof buf, "%.1fk", n / 1e3);
+  else std::snprintf(buf, sizeof buf, "%.0f", n);
+  return buf;
+}
+
+}  // namespace
+
+std::string ScanProgress::line(const std::string& input, std::size_t consumed, std::size_t size, std::uint64_t lines,
+                               double seconds) {
+  std::string out = "scan " + input + ": " + human_bytes(static_cast<double>(consumed));
+  if (size > 0) {
+    out += " of " + human_bytes(static_cast<double>(size));
+    out += " (" + std::to_string(std::min<std::size_t>(100, consumed * 100 / size)) + "%)";
+  }
+  if (seconds > 0) out += ", " + human_count(static_cast<double>(lines) / seconds) + " lines/s";
+  if (size > 0 && consumed > 0 && consumed < size && seconds > 0) {
+    const double left = seconds * static_cast<double>(size - consumed) / static_cast<double>(consumed);
+    out += ", " + std::to_string(static_cast<long>(left + 0.5)) + " s left";
+  }
+  return out;
 }
 
 // What a file's bytes were read at: --now, else its modification time; standard input is read now.

@@ -1,9 +1,13 @@
-// Input of `faultline scan`: the bytes of one file or of standard input, in large pieces.
+// Input of `faultline scan`: the bytes of one file or of standard input, in large pieces; gzip and zstd inputs (told
+// by their magic bytes) decompressed on the way.
 // Regular files are mapped into memory a window at a time (the decoder reads the page cache directly, no copy into
 // a buffer); pipes, terminals and anything that cannot be mapped are read into a buffer.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <optional>
@@ -19,6 +23,13 @@ Time input_read_time(const std::string& input, const std::optional<Time>& now);
 // The stream a `scan` input is: its path (or "stdin") as name and logical identity, labelled by its source kind.
 StreamIdentity input_identity(const std::string& input);
 
+// How an input's bytes are stored, told by its first bytes (not by its name): a rotated container log is often
+// `*.log.gz`, and a renamed one may carry no suffix at all.
+enum class InputEncoding : std::uint8_t { plain, gzip, zstd };
+std::string_view to_string(InputEncoding encoding);
+
+class Decompressor;  // one gzip or zstd stream (input.cpp)
+
 class ScanInput {
  public:
   // Opens `path` ("-": standard input). On failure error() says why and next() returns false. `window`: bytes mapped
@@ -31,13 +42,30 @@ class ScanInput {
   bool ok() const { return error_.empty(); }
   const std::string& error() const { return error_; }
   bool mapped() const { return mapped_; }
+  // Known after the first next(): gzip and zstd inputs are handed out decompressed. A format that cannot be read
+  // (xz, bzip2, zip, lz4) is an error() naming it, never an input of no lines.
+  InputEncoding encoding() const { return encoding_; }
+  // Bytes of the file read so far (compressed, for a compressed input) and its size (0: unknown, a pipe).
+  std::size_t consumed() const { return offset_; }
+  std::size_t size() const { return size_; }
 
-  // The next piece of the input; false at the end (or on a read error: see error()). A piece stays valid until the
-  // next call.
+  // The next piece of the input (decompressed); false at the end (or on a read or decompression error: see
+  // error()). A piece stays valid until the next call.
   bool next(std::string_view& piece);
 
  private:
   void unmap();
+  bool next_raw(std::string_view& piece);  // the bytes as stored
+  bool sniff(std::string_view& piece);     // the first piece: tells the encoding
+  bool next_decompressed(std::string_view& piece);
+
+  bool sniffed_ = false;
+  InputEncoding encoding_ = InputEncoding::plain;
+  std::string head_;             // the first raw bytes, when the first pieces were too short to tell the encoding
+  std::string_view pending_;     // raw bytes the decompressor has not taken yet
+  bool raw_ended_ = false;
+  std::unique_ptr<Decompressor> decompressor_;
+  std::vector<char> decompressed_;
 
   std::string error_;
   int fd_ = -1;
@@ -49,6 +77,32 @@ class ScanInput {
   void* window_ = nullptr;
   std::size_t window_len_ = 0;
   std::vector<char> buffer_;
+};
+
+// A progress line on standard error for an input that takes a while: bytes read (of its size, when known), lines/s
+// and the time left, redrawn about once a second after the first kAfter, and cleared at the end. Only when
+// standard error is a terminal: a pipe or a log file gets nothing.
+class ScanProgress {
+ public:
+  static constexpr std::chrono::seconds kAfter{3};
+  explicit ScanProgress(std::string input, bool enabled);
+  ~ScanProgress();
+  ScanProgress(const ScanProgress&) = delete;
+  ScanProgress& operator=(const ScanProgress&) = delete;
+  // After each piece: the file's bytes read so far, its size (0: unknown) and the lines read so far.
+  void update(std::size_t consumed, std::size_t size, std::uint64_t lines);
+  void done();
+
+  // The line itself (without the carriage return): "scan pod.log.gz: 312.0 MiB of 1.2 GiB (26%), 1.9M lines/s, 9 s
+  // left".
+  static std::string line(const std::string& input, std::size_t consumed, std::size_t size, std::uint64_t lines,
+                          double seconds);
+
+ private:
+  std::string input_;
+  bool enabled_ = false;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point started_, next_draw_;
 };
 
 }  // namespace faultline::app

@@ -64,18 +64,21 @@ std::optional<RunFlags> parse_run_flags(const Args& args, int& status) {
   cli.option("--alertmanager", "URL", alertmanagers,
              "also send incidents to this Alertmanager as alerts (sink \"alertmanager\"; repeatable)");
   cli.option("--output", "FILE", f.output, any_text,
-             "a file", "incident JSON lines: \"-\" standard output (default), a file, or \"off\"");
+             "a file", "incident JSON lines: \"-\" standard output (default; without --output, a terminal gets "
+             "the text blocks scan prints), a file, or \"off\"");
   cli.option("--format", "F", f.format, parse_container_format, "auto, raw, cri or docker",
              "container format of the sources: auto, raw, cri, docker");
   cli.option("--start-at", "WHERE", f.start_at, parse_start_at, "beginning or end",
-             "beginning | end: where to start in files that exist at the very first start");
+             "beginning | end: where to start in files that exist at the very first start (once a checkpoint "
+             "exists it decides; the log says, per file, where reading starts)");
   cli.option("--node-name", "NAME", f.node_name, any_text,
              "a name", "the `node` label (default $NODE_NAME or the host name)");
   cli.option("--log-format", "F", f.log_format, log_format_name, "text or json",
              "text | json (faultline's own log, on standard error)");
   cli.option("--log-level", "L", f.log_level, log_level_name, "trace, debug, info, warn, error, critical or off",
              "trace | debug | info | warn | error | critical | off");
-  cli.flag("--check-config", f.check_only, "validate the config and the rules, then exit (0: valid)");
+  cli.flag("--check-config", f.check_only,
+           "the pre-flight: fail (exit 2) on everything run would refuse, creating nothing; 0: it would start");
   cli.positionals("-", positionals);
   cli.footer("'-' (or --source -) follows standard input; it may be combined with --source.");
   if (auto done = cli.handle(args, std::cout, std::cerr)) {
@@ -87,6 +90,9 @@ std::optional<RunFlags> parse_run_flags(const Args& args, int& status) {
     status = 2;
     return std::nullopt;
   };
+  if (f.listen) {
+    if (auto problem = listen_address_problem(*f.listen)) return fail("--listen: " + *problem);
+  }
   for (const auto& p : positionals) {
     if (p != "-") return fail("unexpected argument '" + p + "'");
     f.use_stdin = true;

@@ -244,7 +244,7 @@ void decode_tls(Reader& r, const YAML::Node& n, TlsOptions& tls, const std::stri
 }
 
 // One sink; once its values decode, the sink room's checks run and their problems point at the sink's entry.
-SinkConfig decode_sink(Reader& r, const YAML::Node& item, std::size_t index) {
+SinkConfig decode_sink(Reader& r, const YAML::Node& item, std::size_t index, std::vector<RuleReference>& references) {
   SinkConfig w;
   std::string where = "sinks[" + std::to_string(index) + "]";
   std::size_t before = r.mark();
@@ -261,7 +261,16 @@ SinkConfig decode_sink(Reader& r, const YAML::Node& item, std::size_t index) {
                  }},
                 {"min_severity",
                  r.enumeration(w.min_severity, where + ".min_severity", parse_severity, "info, warning or critical")},
-                {"rules", r.strings(w.rules, where + ".rules")},
+                {"rules", [&](const YAML::Node& v) {
+                   r.strings(v, w.rules, where + ".rules");
+                   // Each id's position, for the pre-flight that checks them against the loaded rules.
+                   if (v.IsSequence()) {
+                     for (const auto& item : v)
+                       if (item.IsScalar()) references.push_back(RuleReference{item.Scalar(), where + ".rules", r.pos(item)});
+                   } else if (v.IsScalar()) {
+                     references.push_back(RuleReference{v.Scalar(), where + ".rules", r.pos(v)});
+                   }
+                 }},
                 {"send_caused_by", r.boolean(w.send_caused_by, where + ".send_caused_by")},
                 {"send_resolved", r.boolean(w.send_resolved, where + ".send_resolved")},
                 {"bearer_token_file", r.string(w.bearer_token_file, where + ".bearer_token_file")},
@@ -280,15 +289,17 @@ SinkConfig decode_sink(Reader& r, const YAML::Node& item, std::size_t index) {
   return w;
 }
 
-void decode_sinks(Reader& r, const YAML::Node& v, std::vector<SinkConfig>& sinks) {
+void decode_sinks(Reader& r, const YAML::Node& v, std::vector<SinkConfig>& sinks,
+                  std::vector<RuleReference>& references) {
   sinks.clear();
+  references.clear();
   if (v.IsNull()) return;
   if (!v.IsSequence()) {
     r.error(v, "sinks: expected a list, got " + std::string(yaml::kind_name(v)));
     return;
   }
   std::size_t i = 0;
-  for (const auto& item : v) sinks.push_back(decode_sink(r, item, i++));
+  for (const auto& item : v) sinks.push_back(decode_sink(r, item, i++, references));
 }
 
 }  // namespace
@@ -298,8 +309,14 @@ void decode_config(Reader& r, const YAML::Node& root, Config& c, const std::stri
             {
                 {"node_name", r.string(c.node_name, "node_name")},
                 {"utc_offset", [&](const YAML::Node& n) { decode_utc_offset(r, n, c); }},
-                {"state_dir", r.string(c.state_dir, "state_dir")},
-                {"listen", r.string(c.listen, "listen")},
+                {"state_dir", [&](const YAML::Node& n) {
+                   if (r.string(n, c.state_dir, "state_dir")) c.positions.state_dir = r.pos(n);
+                 }},
+                {"listen", [&](const YAML::Node& n) {
+                   if (!r.string(n, c.listen, "listen")) return;
+                   c.positions.listen = r.pos(n);
+                   if (auto problem = listen_address_problem(c.listen)) r.error(n, "listen: " + *problem);
+                 }},
                 {"output", [&](const YAML::Node& n) {
                    if (n.IsNull()) c.output.clear();
                    else r.string(n, c.output, "output");
@@ -316,7 +333,7 @@ void decode_config(Reader& r, const YAML::Node& root, Config& c, const std::stri
                 {"redaction", [&](const YAML::Node& n) { decode_redaction(r, n, c.redaction); }},
                 {"queue_capacity", r.integer(c.queue_capacity, "queue_capacity", 1)},
                 {"max_incidents", r.integer(c.max_incidents, "max_incidents", 1)},
-                {"sinks", [&](const YAML::Node& n) { decode_sinks(r, n, c.sinks); }},
+                {"sinks", [&](const YAML::Node& n) { decode_sinks(r, n, c.sinks, c.rule_references); }},
             });
 }
 

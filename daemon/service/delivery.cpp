@@ -4,7 +4,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
 
 #include "faultline/config.hpp"
 #include "faultline/io_thread.hpp"
@@ -45,14 +50,34 @@ Delivery::~Delivery() {
   if (parts_) parts_->stop(Duration{0});
 }
 
-Result<void> Delivery::start(const Config& config, const std::string& state_dir, std::shared_ptr<Metrics> metrics,
-                             const Clock& clock) {
+namespace {
+
+ServerOptions server_options_of(const Config& config) {
   ServerOptions server_options;
   server_options.listen = config.listen;
   server_options.api_token_file = config.server.api_token_file;
+  return server_options;
+}
+
+DispatcherOptions dispatch_options_of(const Config& config) {
   DispatcherOptions dispatch_options;
   dispatch_options.redaction = config.redaction;
   dispatch_options.queue_capacity = config.queue_capacity;
+  return dispatch_options;
+}
+
+}  // namespace
+
+std::vector<std::string> Delivery::problems(const Config& config, const std::string& state_dir) {
+  auto problems = validate_server(server_options_of(config));
+  for (auto& p : validate_delivery(dispatch_options_of(config), config.sinks, state_dir)) problems.push_back(std::move(p));
+  return problems;
+}
+
+Result<void> Delivery::start(const Config& config, const std::string& state_dir, std::shared_ptr<Metrics> metrics,
+                             const Clock& clock) {
+  ServerOptions server_options = server_options_of(config);
+  DispatcherOptions dispatch_options = dispatch_options_of(config);
   // Compiled once, shared by the output (pipeline thread) and the dispatcher (io thread): a Redactor is immutable.
   // A pattern that does not compile is reported by validate_delivery below.
   redactor_ = Redactor::create(config.redaction);
@@ -106,9 +131,17 @@ Result<void> Delivery::start(const Config& config, const std::string& state_dir,
   return {};
 }
 
-Result<void> Delivery::open_output(const std::string& output) {
+Result<void> Delivery::open_output(const std::string& output, bool text) {
   if (output.empty()) return {};
   if (!redactor_) return Error{"the output opens only after the outputs started: it shares their redaction"};
+  if (text && output == "-") {
+    text_output_ = true;
+    const char* no_colour = std::getenv("NO_COLOR");
+    const char* term = std::getenv("TERM");
+    text_colour_ = ::isatty(STDOUT_FILENO) != 0 && (no_colour == nullptr || *no_colour == '\0') &&
+                   !(term != nullptr && std::string_view(term) == "dumb");
+    return {};
+  }
   auto sink = std::make_unique<JsonLinesSink>(output, redactor_);
   if (auto opened = sink->open(); !opened) return opened;
   output_ = std::move(sink);
@@ -116,6 +149,14 @@ Result<void> Delivery::open_output(const std::string& output) {
 }
 
 void Delivery::emit(const Incident& incident) { batch_.push_back(incident); }
+
+void Delivery::write_text(const Incident& incident) const {
+  Incident shown = incident;
+  redactor_->apply(shown);  // what the JSON output and the sinks would show
+  std::string block = to_text(shown, text_colour_) + "\n";
+  std::fwrite(block.data(), 1, block.size(), stdout);
+  std::fflush(stdout);
+}
 
 void Delivery::commit(Journal& journal) {
   if (batch_.empty() && backlog_ == 0) return;
@@ -129,6 +170,7 @@ void Delivery::commit(Journal& journal) {
   std::string journal_error;
   for (const auto& incident : batch_) {
     if (output_) (void)output_->deliver(incident);  // a failure is logged once by the sink
+    if (text_output_) write_text(incident);
     // Not durable: not journalled either, so a crash before the spool is written again emits it again.
     if (!durable) continue;
     if (auto recorded = journal.record(incident.id, incident.revision); !recorded && journal_error.empty())

@@ -34,6 +34,9 @@ class Delivery {
   Delivery(const Delivery&) = delete;
   Delivery& operator=(const Delivery&) = delete;
 
+  // The problems start() would refuse in the server's and the sinks' options (listen address, token file, sinks,
+  // redaction patterns), found without opening or binding anything.
+  static std::vector<std::string> problems(const Config& config, const std::string& state_dir);
   // Validates the server's and the sinks' options, opens the incident store, binds the listener, opens the spools
   // and starts the io thread. `state_dir` empty: nothing persisted. Everything counts into `metrics`, which the
   // server serves on /metrics.
@@ -41,7 +44,9 @@ class Delivery {
                      const Clock& clock);
   // The JSON-lines output: "-" standard output, "" none, else a file (appended). After start(): the output is
   // redacted with the dispatcher's Redactor.
-  Result<void> open_output(const std::string& output);
+  // `text`: standard output gets the text block of each revision (to_text, coloured unless NO_COLOR is set), as
+  // `scan` prints it, instead of its JSON line.
+  Result<void> open_output(const std::string& output, bool text = false);
 
   // One revision to emit, held until commit().
   void emit(const Incident& incident);
@@ -73,10 +78,14 @@ class Delivery {
   void stop(Duration grace);
 
  private:
+  void write_text(const Incident& incident) const;
+
   struct Parts;
   std::unique_ptr<Parts> parts_;
   std::shared_ptr<const Redactor> redactor_;
   std::unique_ptr<JsonLinesSink> output_;
+  bool text_output_ = false;  // revisions as text blocks on standard output (a terminal)
+  bool text_colour_ = false;
   std::vector<Incident> batch_;
   std::size_t backlog_ = 0;
   std::array<std::string, 3> write_errors_;  // per StateWrite: the last failure, empty when the last write succeeded

@@ -77,6 +77,9 @@ struct Service::Impl {
   bool stopped = false;
   std::uint64_t fds_version = 0;
   bool fds_stdin_finished = false;
+  std::optional<StartAt> start_at_flag;
+  // No file matches the sources' globs: warned at the first look, then at most this often while it stays so.
+  Steady next_no_match_warning{};
 
   Impl(Config c, Clock* clk) : config(std::move(c)), clock(clk ? *clk : system_clock) {
     stdin_only = std::all_of(config.sources.begin(), config.sources.end(),
@@ -88,8 +91,16 @@ struct Service::Impl {
 
   Result<void> load_rules() {
     RuleLoad loaded = load_rule_set(config);
+    // A sink filter or an override naming no loaded rule would silently never match: refused at start-up (a reload
+    // that drops such a rule only warns, in apply_rule_overrides, and keeps running).
+    if (loaded.rules) {
+      auto problems = rule_reference_problems(config, loaded.rules->rule_set(), loaded.diagnostics);
+      for (auto& p : problems) loaded.diagnostics.push_back(std::move(p));
+    }
     log_diagnostics(loaded.diagnostics);
     if (!loaded.rules) return Error{std::to_string(error_count(loaded.diagnostics)) + " error(s) in the rules"};
+    if (std::size_t n = error_count(loaded.diagnostics))
+      return Error{std::to_string(n) + " rule id(s) in the config name no loaded rule"};
     rules = loaded.rules;
     rules_seconds = loaded.seconds;
     return {};
@@ -144,7 +155,7 @@ struct Service::Impl {
   }
 
   Result<void> open_journal() {
-    if (auto opened = delivery.open_output(config.output); !opened) return opened;
+    if (auto opened = delivery.open_output(config.output, config.output_text); !opened) return opened;
     if (checkpointing) return journal.open(state->layout().journal_file());
     return {};
   }
@@ -173,7 +184,17 @@ struct Service::Impl {
     tailer = std::make_unique<Tailer>(topt, clock, *adapter);
     for (const auto& s : config.sources) tailer->add_source(s);
     tailer->restore(checkpoint ? &checkpoint->positions : nullptr);
-    if (checkpoint) spdlog::info("resuming from the checkpoint of {}", format_time(checkpoint->written));
+    if (checkpoint) {
+      spdlog::info("resuming from the checkpoint of {} ({}): files it knows are read on from where it left them",
+                   format_time(checkpoint->written), state->layout().checkpoint_file());
+      if (start_at_flag) {
+        spdlog::warn("--start-at {} applies only to the very first start: the checkpoint {} says where each file it "
+                     "knows was read to, and those files go on from there. To read them again from the {}, stop "
+                     "faultline and remove the state dir {} (or give a new --state-dir)",
+                     to_string(*start_at_flag), state->layout().checkpoint_file(),
+                     *start_at_flag == StartAt::beginning ? "beginning" : "end", config.state_dir);
+      }
+    }
     checkpoint.reset();
     fds_stdin_finished = tailer->stdin_finished();
     return {};
@@ -232,6 +253,25 @@ struct Service::Impl {
 
   void commit() { delivery.commit(journal); }
 
+  // File sources whose globs match no file at all: said at the first look and then every kNoMatchRepeat, not more
+  // (the globs are looked at again every rescan; a file that appears is followed at once).
+  void warn_if_nothing_matches() {
+    static constexpr auto kNoMatchRepeat = std::chrono::minutes(10);
+    if (tailer->stats().watched_files != 0) return;
+    const Steady now = clock.steady();
+    if (now < next_no_match_warning) return;
+    std::string globs;
+    for (const auto& s : config.sources) {
+      if (s.kind != SourceKind::files) continue;
+      for (const auto& p : s.paths) globs += (globs.empty() ? "" : ", ") + p;
+    }
+    if (globs.empty()) return;
+    next_no_match_warning = now + kNoMatchRepeat;
+    spdlog::warn("no file matches the sources' paths ({}): nothing is read until one does (still looking; "
+                 "--source or `sources:` in the config set them)",
+                 globs);
+  }
+
   void publish_totals() {
     auto totals = gather_totals(*adapter, *tailer, *pipeline, config, attribution, true);
     publish_activity(totals);
@@ -282,7 +322,9 @@ struct Service::Impl {
   }
 };
 
-Service::Service(ServiceOptions options) : impl_(std::make_unique<Impl>(std::move(options.config), options.clock)) {}
+Service::Service(ServiceOptions options) : impl_(std::make_unique<Impl>(std::move(options.config), options.clock)) {
+  impl_->start_at_flag = options.start_at_flag;
+}
 
 Service::~Service() = default;
 
@@ -294,8 +336,10 @@ std::vector<std::string_view> Service::start_steps() {
 
 Result<std::size_t> Service::check() {
   auto& d = *impl_;
-  if (auto done = d.load_rules(); !done) return Error{std::string(Impl::steps()[0].name) + ": " + done.error().message};
-  return d.rules->rule_set().rules.size();
+  Preflight checked = preflight(d.config);
+  log_diagnostics(checked.diagnostics);
+  if (!checked.ok()) return Error{std::to_string(error_count(checked.diagnostics)) + " error(s)"};
+  return checked.rules;
 }
 
 Result<void> Service::start() {
@@ -363,6 +407,7 @@ StepResult Service::step(const Wakeups& woke) {
     d.ready_reported = true;
     d.publish_totals();  // the page's "reading N files" from the first look on, not from the first tick
   }
+  d.warn_if_nothing_matches();
 
   Steady now = d.clock.steady();
   if (now + kTickSlack >= d.next_tick) {

@@ -2,7 +2,10 @@
 #include "state_dir.hpp"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/file.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -36,6 +39,44 @@ Result<StateDir> StateDir::open(const std::string& dir) {
   if (s.lock_fd_ < 0) return Error::from_errno("cannot write in the state dir", dir);
   if (::flock(s.lock_fd_, LOCK_EX | LOCK_NB) != 0) return Error{"another faultline uses the state dir " + dir};
   return s;
+}
+
+Result<void> StateDir::check(const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (dir.empty()) return Error{"no state dir given"};
+  std::error_code ec;
+  fs::path at = fs::absolute(dir, ec);
+  if (ec) return Error{"cannot create the state dir " + dir + ": " + ec.message()};
+  at = at.lexically_normal();
+  // The dir itself when it exists, else the nearest ancestor that does: create_directories makes the rest in it.
+  while (true) {
+    auto st = fs::status(at, ec);
+    if (!ec && fs::exists(st)) {
+      if (!fs::is_directory(st)) {
+        return Error{"cannot create the state dir " + dir + ": " + at.string() + " is not a directory"};
+      }
+      // Root passes access() everywhere: a read-only mount and the kernel's own file systems are refused by name.
+      struct statvfs vfs {};
+      if (::statvfs(at.c_str(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY) != 0)
+        return Error{"cannot create the state dir " + dir + ": " + at.string() + " is on a read-only file system"};
+      struct statfs fsinfo {};
+      if (::statfs(at.c_str(), &fsinfo) == 0 &&
+          (fsinfo.f_type == PROC_SUPER_MAGIC || fsinfo.f_type == SYSFS_MAGIC || fsinfo.f_type == CGROUP2_SUPER_MAGIC ||
+           fsinfo.f_type == CGROUP_SUPER_MAGIC || fsinfo.f_type == DEBUGFS_MAGIC))
+        return Error{"cannot create the state dir " + dir + ": " + at.string() +
+                     " is a kernel file system (proc, sysfs, cgroup)"};
+      if (::access(at.c_str(), W_OK | X_OK) != 0) {
+        return Error::from_errno(at.string() == fs::path(dir).lexically_normal().string()
+                                     ? "cannot write in the state dir"
+                                     : "cannot create the state dir " + dir + " in",
+                                 at.string());
+      }
+      return {};
+    }
+    if (!at.has_parent_path() || at.parent_path() == at) break;
+    at = at.parent_path();
+  }
+  return Error{"cannot create the state dir " + dir + ": no existing directory above it"};
 }
 
 }  // namespace faultline::service_detail

@@ -33,6 +33,9 @@ class StateDir {
 
   // Errors: the dir cannot be created or written, or another faultline holds the lock.
   static Result<StateDir> open(const std::string& dir);
+  // Whether open() could create and write the dir, looked at without creating or writing anything: the dir (or its
+  // nearest existing ancestor, for a dir still to be made) is a directory this process may write in. Not the lock.
+  static Result<void> check(const std::string& dir);
 
   const StateLayout& layout() const { return layout_; }
   bool locked() const { return lock_fd_ >= 0; }

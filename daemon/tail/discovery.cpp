@@ -300,6 +300,26 @@ FollowedFile* FileSource::discover(const Candidate& c) {
     f->nl_end = size;
     f->line_next = 1 + (size <= (64u << 20) ? count_newlines(raw_fd, 0, size) : 0);
   }
+  // Where each file starts and why, so that a first run that shows nothing explains itself.
+  if (f->how == FileStart::resumed) {
+    spdlog::info("{}: resuming at byte {} of {} (line {}), where the checkpoint left it", c.path, f->offset, size,
+                 f->line_next);
+  } else if (f->how != FileStart::truncated) {
+    if (!from_checkpoint && ctx_.first_start && initial_scan_ && src.start_at == StartAt::end) {
+      if (size > 0)
+        spdlog::info("{}: starting at its end (byte {}, line {}): it existed before this first start and start_at "
+                     "is end; only lines written from now on are read (--start-at beginning reads it whole)",
+                     c.path, size, f->line_next);
+      else
+        spdlog::info("{}: following from its start (empty so far)", c.path);
+    } else if (ctx_.first_start && initial_scan_) {
+      spdlog::info("{}: reading from the beginning ({} bytes; start_at is beginning)", c.path, size);
+    } else if (initial_scan_) {
+      spdlog::info("{}: reading from the beginning ({} bytes): the checkpoint does not know it", c.path, size);
+    } else {
+      spdlog::info("{}: reading from the beginning ({} bytes): a new file", c.path, size);
+    }
+  }
   f->start_offset = f->offset;
   f->start_line = f->line_next;
   f->ready = true;

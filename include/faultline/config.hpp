@@ -45,6 +45,20 @@ struct ServerSettings {
   std::string external_url;    // base URL for links; empty: http://<listen>
 };
 
+// Where the config file gave the values that are checked only after decoding (pre-flight, start-up): the state dir
+// and the listen address. A position with line 0: the value was not in the file (a default or a flag).
+struct ConfigPositions {
+  Position state_dir;
+  Position listen;
+};
+
+// A rule id the config names outside `rules.overrides` (a sink's `rules:` filter), where it names it.
+struct RuleReference {
+  std::string rule;
+  std::string where;  // "sinks[0].rules"
+  Position pos;
+};
+
 struct Config {
   std::string file;        // where it came from; empty: built-in defaults
   std::string node_name;   // `node` label; default $NODE_NAME, else the host name
@@ -65,6 +79,10 @@ struct Config {
   RedactionOptions redaction;
   std::size_t queue_capacity = 1024;    // incidents waiting for the sinks before reading pauses
   std::size_t max_incidents = 1000;     // kept for the API
+  // `run` only: incidents on standard output as the text blocks `scan` prints (a terminal), not JSON lines.
+  bool output_text = false;
+  ConfigPositions positions;
+  std::vector<RuleReference> rule_references;
 };
 
 struct ConfigResult {
@@ -77,6 +95,19 @@ struct ConfigResult {
 Config default_config();
 ConfigResult load_config(const std::string& path);
 ConfigResult load_config_from_string(std::string_view yaml, std::string_view file_name);
+
+// The listen address's form: "host:port", "[v6]:port", or "" / "off" (no server). The problem, with a hint for a bare
+// port ("9464": did you mean 127.0.0.1:9464?); nullopt when it is well formed.
+std::optional<std::string> listen_address_problem(std::string_view listen);
+
+// Rule ids the config names — `rules.overrides` and the sinks' `rules:` filters — that `loaded` does not hold, as
+// errors at their position with the nearest known id ("did you mean"). `loaded`: the rules after the overrides;
+// `disabled`: the ids an override removed from it (still known).
+std::vector<Diagnostic> check_rule_references(const Config& config, const RuleSet& loaded,
+                                              const std::vector<std::string>& disabled);
+
+// The candidate nearest to `word` by edit distance, when near enough to be a likely typo; empty otherwise.
+std::string nearest_name(std::string_view word, const std::vector<std::string>& candidates);
 
 // "64KiB", "1MiB", "2GiB", "10MB", "512", "512B". No sign, no fraction.
 std::optional<std::uint64_t> parse_size(std::string_view text);

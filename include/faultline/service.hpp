@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,23 @@ struct RuleLoad {
 // errors. Thread-safe (reads files, writes the compiled-rules cache).
 RuleLoad load_rule_set(const Config& config);
 
+// What start() would refuse, found without side effects (no state dir created, no cache read or written, nothing
+// bound): the rules (compiled), the rule ids the config names (rules.overrides, sinks[].rules), the listen address,
+// the state dir (creatable and writable), the server's and the sinks' options. Every problem with its position where
+// the config file gave the value. `faultline run --check-config` and `faultline check --config`.
+struct Preflight {
+  std::size_t rules = 0;  // rules that load
+  std::vector<Diagnostic> diagnostics;
+  bool ok() const;
+};
+Preflight preflight(const Config& config);
+
+// The rule ids `config` names that `loaded` (a set loaded with the config's overrides, whose load reported
+// `diagnostics`) does not hold: errors with a "did you mean". The catalog's own warnings for those overrides are
+// taken out of `diagnostics`.
+std::vector<Diagnostic> rule_reference_problems(const Config& config, const RuleSet& loaded,
+                                                std::vector<Diagnostic>& diagnostics);
+
 // faultline's own log on standard error: text or JSON lines, at the configured level.
 void setup_logging(const LogSettings& log);
 void log_diagnostics(const std::vector<Diagnostic>& diagnostics);
@@ -40,6 +58,8 @@ std::size_t error_count(const std::vector<Diagnostic>& diagnostics);
 struct ServiceOptions {
   Config config;          // after the flags were applied
   Clock* clock = nullptr;  // default: the system clock
+  // --start-at as given on the command line: when a checkpoint decides instead, a warning says how to read again.
+  std::optional<StartAt> start_at_flag;
 };
 
 // A descriptor to wait on before the next step() and what its readiness means.
@@ -71,7 +91,7 @@ class Service {
 
   // The start-up steps, in order.
   static std::vector<std::string_view> start_steps();
-  // Only the "rules" step (--check-config): the number of rules, or why they do not compile.
+  // The pre-flight of this service's config (preflight(), logged): the number of rules, or how many problems.
   Result<std::size_t> check();
   // Runs them; the Error of a failed one reads "<step>: <what went wrong>". Nothing is left running after a failure.
   Result<void> start();

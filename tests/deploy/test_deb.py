@@ -58,6 +58,36 @@ def main():
                 assert "/etc/faultline/config.yaml" in conf, "config.yaml is not a conffile"
         cases.run("package files: binary, unit, drop-in, dashboard, rules (and the config as a conffile)", contents)
 
+        def man_completion_docs():
+            rc, text = sh(["dpkg-deb", "-c", deb])
+            assert rc == 0, text
+            paths = {l.split()[-1].lstrip(".") for l in text.splitlines()}
+            for want in ("/usr/share/man/man1/faultline.1", "/usr/share/bash-completion/completions/faultline",
+                         "/usr/share/zsh/vendor-completions/_faultline", "/usr/share/doc/faultline/README.md",
+                         "/usr/share/doc/faultline/docs/config.md", "/usr/share/doc/faultline/rules/README.md"):
+                assert want in paths, "%s missing from the package" % want
+            # The rule tests' fixtures travel with the catalog, so `faultline test` runs on the installed rules.
+            assert [p for p in paths if p.startswith("/usr/share/faultline/rules/") and p.endswith(".log")], \
+                "no rule test fixtures in the package"
+            unpacked = tempfile.mkdtemp(prefix="fl-deb-x-", dir=out)
+            rc, text = sh(["dpkg-deb", "-x", deb, unpacked])
+            assert rc == 0, text
+            with open(os.path.join(unpacked, "usr/share/man/man1/faultline.1")) as f:
+                man = f.read()
+            assert man.startswith(".TH FAULTLINE 1") and "\\-\\-check\\-config" in man, man[:400]
+            with open(os.path.join(unpacked, "usr/share/bash-completion/completions/faultline")) as f:
+                bash = f.read()
+            assert "complete -o filenames -F _faultline faultline" in bash and "--check-config" in bash, bash[:400]
+            rc, text = sh(["bash", "-n", os.path.join(unpacked, "usr/share/bash-completion/completions/faultline")])
+            assert rc == 0, "bash completion does not parse: " + text
+            with open(os.path.join(unpacked, "usr/share/zsh/vendor-completions/_faultline")) as f:
+                assert f.read().startswith("#compdef faultline")
+            if shutil.which("man"):
+                rc, text = sh(["man", "-l", "-P", "cat", os.path.join(unpacked, "usr/share/man/man1/faultline.1")],
+                              env=dict(os.environ, MANWIDTH="100"))
+                assert rc == 0 and "FAULTLINE SCAN" in text, "man cannot render the page:\n" + text[-2000:]
+        cases.run("package files: man page, bash and zsh completion (generated from the help text), docs", man_completion_docs)
+
         def control():
             rc, text = sh(["dpkg-deb", "-f", deb, "Package", "Version", "Architecture", "Depends"])
             assert rc == 0, text

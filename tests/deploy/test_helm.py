@@ -12,6 +12,7 @@ $FAULTLINE_BUILD_DIR/deploy or a temporary directory); FAULTLINE_BIN=the faultli
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -129,9 +130,31 @@ def env_of(c, name):
     raise AssertionError("container %s has no env %s" % (c["name"], name))
 
 
-def daemon_accepts(cfg):
+def rendered_rules(r):
+    """The rule files the chart renders into ConfigMaps beyond the repository's catalog (rules.custom), as
+    {name: text}."""
+    catalog = set()
+    for root, _, files in os.walk(os.path.join(SOURCE_DIR, "rules")):
+        for name in files:
+            if name.endswith(".yaml"):
+                with open(os.path.join(root, name)) as f:
+                    catalog.update(re.findall(r"^id:\s*(\S+)", f.read(), re.M))
+    out = {}
+    for d in (r.docs if r is not None else []):
+        if d.get("kind") != "ConfigMap":
+            continue
+        for key, text in (d.get("data") or {}).items():
+            if key.endswith((".yaml", ".yml")) and re.search(r"^id:\s", text or "", re.M) \
+                    and re.search(r"^events:", text, re.M) \
+                    and not set(re.findall(r"^id:\s*(\S+)", text, re.M)) <= catalog:
+                out[key] = text
+    return out
+
+
+def daemon_accepts(cfg, r=None):
     """The real daemon validates a rendered config.yaml (`faultline run --check-config`), with the repository's rules
-    standing in for the ConfigMap mounts that only exist in a pod."""
+    and the chart's custom rules (its ConfigMaps) standing in for the mounts that only exist in a pod: an override
+    naming a rule that none of them has is an error, as at start-up."""
     binary = os.environ.get("FAULTLINE_BIN")
     if not binary or not os.access(binary, os.X_OK):
         raise AssertionError("FAULTLINE_BIN is not set: cannot check the rendered config with the daemon")
@@ -140,8 +163,15 @@ def daemon_accepts(cfg):
         path = os.path.join(tmp, "config.yaml")
         with open(path, "w") as f:
             yaml.safe_dump(cfg, f)
-        p = subprocess.run([binary, "run", "--config", path, "--rules", os.path.join(SOURCE_DIR, "rules"),
-                            "--state-dir", os.path.join(tmp, "state"), "--check-config"],
+        extra = []
+        for key, text in rendered_rules(r).items():
+            rule = os.path.join(tmp, "custom", key)
+            os.makedirs(os.path.dirname(rule), exist_ok=True)
+            with open(rule, "w") as f:
+                f.write(text)
+            extra = ["--rules", os.path.join(tmp, "custom")]
+        p = subprocess.run([binary, "run", "--config", path, "--rules", os.path.join(SOURCE_DIR, "rules")] + extra +
+                           ["--state-dir", os.path.join(tmp, "state"), "--check-config"],
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, "faultline rejects the rendered config:\n" + p.stderr[-3000:]
 
@@ -160,7 +190,7 @@ def config_of(r, c, spec):
             assert cm is not None, "ConfigMap %s is not rendered" % v["configMap"]["name"]
             key = path[len(m["mountPath"].rstrip("/")) + 1:]
             cfg = yaml.safe_load(cm["data"][key])
-            daemon_accepts(cfg)
+            daemon_accepts(cfg, r)
             return cfg
     raise AssertionError("config %s is on no mount" % path)
 
@@ -544,7 +574,7 @@ def t_server(cases):
                 f.write("tok\n")
                 f.flush()
                 cfg["server"]["api_token_file"] = f.name
-                daemon_accepts(cfg)
+                daemon_accepts(cfg, r)
     cases.run("the API token Secret is mounted read-only and named by server.api_token_file (agent, sidecar)",
               token)
 

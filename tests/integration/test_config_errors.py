@@ -63,11 +63,12 @@ def test(work):
     p = tl.run("run", "--start-at", "middle", timeout=30)
     check(p.returncode == 2 and "--start-at" in p.stderr, "bad flag: %s" % p.stderr)
 
-    # A good config (the shipped example) with the test's rules.
+    # A good config (the shipped example) with the shipped catalog (its overrides name catalog rules) and the
+    # test's rules.
     work.write_rule("every.yaml", tl.EVERY_LINE_RULE)
     example = os.path.join(tl.SOURCE_DIR, "deploy", "config.example.yaml")
-    p = tl.run("run", "--config", example, "--rules", work.rules, "--state-dir", work.state, "--check-config",
-               timeout=30)
+    p = tl.run("run", "--config", example, "--rules", os.path.join(tl.SOURCE_DIR, "rules"), "--rules", work.rules,
+               "--state-dir", work.state, "--check-config", timeout=60)
     check(p.returncode == 0, "example config rejected (%d):\n%s" % (p.returncode, p.stderr))
 
 

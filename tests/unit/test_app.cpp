@@ -3,11 +3,14 @@
 #include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include "app/input.hpp"
 #include "app/rule_tests.hpp"
@@ -137,4 +140,81 @@ tests:
   CHECK(out.str().find("ok   never-ready: fires once the window has passed\n") != std::string::npos);
   CHECK(out.str().find("FAIL never-ready: expects the wrong severity") != std::string::npos);
   CHECK(out.str().find("rule never-ready incident 1: severity differs") != std::string::npos);
+}
+
+namespace {
+
+std::string gzip_of(const std::string& text) {
+  z_stream z{};
+  REQUIRE(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+  std::string out(deflateBound(&z, text.size()) + 32, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  REQUIRE(deflate(&z, Z_FINISH) == Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+std::string zstd_of(const std::string& text) {
+  std::string out(ZSTD_compressBound(text.size()), '\0');
+  const std::size_t n = ZSTD_compress(out.data(), out.size(), text.data(), text.size(), 3);
+  REQUIRE(!ZSTD_isError(n));
+  out.resize(n);
+  return out;
+}
+
+std::string many_lines(std::size_t bytes) {
+  std::string content;
+  for (int i = 0; content.size() < bytes; ++i) content += "INFO line " + std::to_string(i) + " of a rotated log\n";
+  return content;
+}
+
+}  // namespace
+
+TEST_CASE("gzip and zstd inputs are told by their first bytes and read decompressed", "[app]") {
+  const std::string content = many_lines(9u << 20);  // more than one decompressed piece
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  for (const auto& [name, stored, encoding] :
+       {std::tuple{"rotated.log.1", gzip_of(content), faultline::app::InputEncoding::gzip},
+        std::tuple{"rotated.zst", zstd_of(content), faultline::app::InputEncoding::zstd},
+        std::tuple{"two-members.gz", gzip_of(content.substr(0, 1000)) + gzip_of(content.substr(1000)),
+                   faultline::app::InputEncoding::gzip}}) {
+    INFO(name);
+    const auto path = temp_file(name, stored);
+    ScanInput in(path, 4 * page);  // small windows: the compressed bytes come in many pieces
+    CHECK(read_all(in) == content);
+    CHECK(in.ok());
+    CHECK(in.encoding() == encoding);
+    CHECK(in.consumed() == stored.size());
+  }
+  ScanInput plain(temp_file("plain.log", "abc\n"));
+  CHECK(read_all(plain) == "abc\n");
+  CHECK(plain.encoding() == faultline::app::InputEncoding::plain);
+}
+
+TEST_CASE("a compressed input cut short, corrupt, or in a format scan cannot read is an error", "[app]") {
+  const std::string gz = gzip_of(many_lines(100000));
+  const std::string zst = zstd_of(many_lines(100000));
+  for (const auto& [name, stored, why] :
+       {std::tuple{"cut.gz", gz.substr(0, gz.size() / 2), "gzip input ends in the middle"},
+        std::tuple{"cut.zst", zst.substr(0, zst.size() - 3), "zstd input ends in the middle"},
+        std::tuple{"bad.gz", gz.substr(0, 10) + std::string(64, '\xff') + gz.substr(74), "corrupt gzip data"},
+        std::tuple{"x.xz", std::string("\xfd" "7zXZ\0\0\0\0", 10), "xz-compressed input"},
+        std::tuple{"x.bz2", std::string("BZh91AY&SY"), "bzip2-compressed input"}}) {
+    INFO(name);
+    ScanInput in(temp_file(name, stored));
+    read_all(in);
+    CHECK(!in.ok());
+    CHECK(in.error().find(why) != std::string::npos);
+  }
+}
+
+TEST_CASE("the progress line: bytes of the size, lines per second, time left", "[app]") {
+  using faultline::app::ScanProgress;
+  CHECK(ScanProgress::line("pod.log.gz", 512u << 20, 2048u << 20, 3000000, 4.0) ==
+        "scan pod.log.gz: 512.0 MiB of 2.0 GiB (25%), 750.0k lines/s, 12 s left");
+  CHECK(ScanProgress::line("stdin", 100, 0, 10, 2.0) == "scan stdin: 100 B, 5 lines/s");
 }

@@ -407,3 +407,49 @@ fingerprints:
   CHECK(all.find("16 hex digits") != std::string::npos);
   CHECK(all.find("needs `why`") != std::string::npos);
 }
+
+TEST_CASE("a bare port as listen address is an error at the value, with the address meant") {
+  auto r = load("listen: 9464\n");
+  CHECK(only_error(r) == "1:9: listen: expected host:port, got '9464' (did you mean 127.0.0.1:9464? 0.0.0.0:9464 "
+                         "listens on every interface)");
+  CHECK(load("listen: off\n").ok());
+  CHECK(load("listen: '[::1]:9464'\n").ok());
+  CHECK(load("listen: 0.0.0.0:0\n").ok());
+  CHECK(!load("listen: localhost\n").ok());
+}
+
+TEST_CASE("rule ids in sink filters keep their positions; unknown ones are found with the nearest id") {
+  auto r = load("sinks:\n  - url: http://127.0.0.1:9/hook\n    rules: [cuda-oom, nccl-watchdog-timeout]\n");
+  REQUIRE(r.ok());
+  REQUIRE(r.config.rule_references.size() == 2);
+  CHECK(r.config.rule_references[0].rule == "cuda-oom");
+  CHECK(r.config.rule_references[0].pos.line == 3);
+  CHECK(r.config.rule_references[0].pos.column == 13);
+  CHECK(r.config.rule_references[1].pos.column == 23);
+  CHECK(r.config.rule_references[0].where == "sinks[0].rules");
+
+  RuleSet set;
+  for (const char* id : {"cuda-out-of-memory", "nccl-watchdog-timeout", "gpu-xid-error"}) {
+    Rule rule;
+    rule.id = id;
+    set.rules.push_back(rule);
+  }
+  auto problems = check_rule_references(r.config, set, {});
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].pos.line == 3);
+  CHECK(problems[0].message ==
+        "sinks[0].rules: no loaded rule has the id 'cuda-oom' (did you mean 'cuda-out-of-memory'?)");
+  // A rule an override disabled is still known.
+  CHECK(check_rule_references(r.config, RuleSet{}, {"cuda-oom", "nccl-watchdog-timeout"}).empty());
+}
+
+TEST_CASE("the nearest name: typos and abbreviations, nothing when far") {
+  const std::vector<std::string> ids = {"cuda-out-of-memory", "nccl-watchdog-timeout", "gpu-xid-error",
+                                        "engine-dead"};
+  CHECK(nearest_name("nccl-watchdog-timout", ids) == "nccl-watchdog-timeout");
+  CHECK(nearest_name("gpu-xid-eror", ids) == "gpu-xid-error");
+  CHECK(nearest_name("cuda-oom", ids) == "cuda-out-of-memory");
+  CHECK(nearest_name("nccl-watch-time", ids) == "nccl-watchdog-timeout");
+  CHECK(nearest_name("fell-off-the-bus", ids).empty());
+  CHECK(nearest_name("x", ids).empty());
+}
