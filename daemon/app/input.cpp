@@ -115,6 +115,40 @@ bool ScanInput::next(std::string_view& piece) {
   }
 }
 
+MappedFile::MappedFile(const std::string& path) {
+  if (path == "-") {
+    not_regular_ = true;
+    return;
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error_ = std::strerror(errno);
+    return;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    error_ = std::strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    not_regular_ = true;
+  } else if (st.st_size > 0) {
+    size_ = static_cast<std::size_t>(st.st_size);
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      not_regular_ = true;  // not mappable (some file systems): read it
+      size_ = 0;
+    } else {
+      data_ = p;
+      ::madvise(p, size_, MADV_SEQUENTIAL);
+      install_sigbus_handler();
+    }
+  }
+  ::close(fd);
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) ::munmap(data_, size_);
+}
+
 // What a file's bytes were read at: --now, else its modification time; standard input is read now.
 Time input_read_time(const std::string& input, const std::optional<Time>& now) {
   if (now) return *now;

@@ -38,6 +38,10 @@ using DatabasePtr = std::unique_ptr<hs_database_t, DatabaseDeleter>;
 using ScratchPtr = std::unique_ptr<hs_scratch_t, ScratchDeleter>;
 using CompileErrorPtr = std::unique_ptr<hs_compile_error_t, CompileErrorDeleter>;
 
+// The layout of what the cache holds (a serialized Hyperscan database of the rules' expressions, then the story
+// anchors): changes whenever faultline compiles the same patterns into a different database.
+constexpr std::string_view kDatabaseFormat = "faultline-rules-db/2";
+
 // One part of the cache key, closed by a 0xff byte (which no pattern text holds) so parts cannot run together.
 std::uint64_t mix_part(std::uint64_t h, std::string_view part) { return fnv1a64("\xff", fnv1a64(part, h)); }
 
@@ -183,8 +187,13 @@ CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
     flags.push_back(HS_FLAG_MULTILINE);
   }
 
-  // Cache key: library version, platform, and every pattern with its flags.
-  std::uint64_t key = mix_part(kFnv1a64Offset, hs_version());
+  // Cache key: the database format, the library version, the CPU it is compiled for (features and tuning: a database
+  // built for AVX-512 must not load on a CPU without it), and every pattern with its flags.
+  hs_platform_info_t platform;
+  hs_populate_platform(&platform);
+  std::uint64_t key = mix_part(kFnv1a64Offset, kDatabaseFormat);
+  key = mix_part(key, hs_version());
+  key = mix_part(key, std::to_string(platform.cpu_features) + "/" + std::to_string(platform.tune));
   for (std::size_t i = 0; i < patterns.size(); ++i) key = mix_part(mix_part(key, patterns[i]), std::to_string(flags[i]));
   char key_hex[17];
   std::snprintf(key_hex, sizeof key_hex, "%016llx", static_cast<unsigned long long>(key));
@@ -208,8 +217,6 @@ CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
     exprs.reserve(patterns.size());
     for (const auto& p : patterns) exprs.push_back(p.c_str());
     hs_compile_error_t* raw_err = nullptr;
-    hs_platform_info_t platform;
-    hs_populate_platform(&platform);
     hs_error_t rc = hs_compile_multi(exprs.data(), flags.data(), hs_ids.data(), static_cast<unsigned>(exprs.size()),
                                      HS_MODE_BLOCK, &platform, &raw_db, &raw_err);
     CompileErrorPtr err(raw_err);
@@ -354,7 +361,7 @@ void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out, std::vector<
       continue;
     }
     std::uint8_t mask = compiled.level_mask[c.expr];
-    if (mask != 0xff && !(mask & (1u << static_cast<unsigned>(batch[c.record].level)))) continue;
+    if (mask != 0xff && !(mask & (1u << static_cast<unsigned>(batch.level(c.record))))) continue;
     Hit hit;
     hit.record = c.record;
     hit.event = compiled.ids[c.expr];
