@@ -427,7 +427,7 @@ TEST_CASE("loading without tests: a list at the key's indentation, keys after th
     std::ofstream(dir + "/a.yaml") << "id: a-1\ntitle: a\nseverity: warning\nevents: {e: 'x'}\ntests:\n"
                                       "- name: t\n  lines: |\n    x\n# a comment\n  expect: []\n"
                                       "sequence:\n  - event: e\n";
-    std::ofstream(dir + "/b.yaml") << "id: b-1\ntitle: b\nseverity: warning\ntests:\n  - {name: t, expect: []}\n"
+    std::ofstream(dir + "/b.yaml") << "id: b-1\ntitle: b\nseverity: warning\ntests:\n  - {name: t, lines: \"y\", expect: []}\n"
                                       "events: {e: 'y'}\nsequence:\n  - event: nope\n";
   }
   const auto without = load_rules({dir}, LoadOptions{false});
