@@ -229,7 +229,9 @@ int cmd_scan(const Args& args) {
       const std::uint32_t stream = replay.add_stream(input_identity(input), stream_decode);
       // What is fed is read at the time of the file's first timestamp, so the lines before it take that time.
       const Time first = first_time_in(file->bytes(), stream_decode, read_time).value_or(read_time);
-      group.push_back(WholeInput{stream, file->bytes(), first});
+      MappedFile* whole = file.get();
+      group.push_back(WholeInput{stream, file->bytes(), first,
+                                 [whole](std::size_t from, std::size_t to) { whole->release(from, to); }});
       mapped.push_back(std::move(file));
       if (group.size() >= kFilesPerGroup) scan_group();
       continue;

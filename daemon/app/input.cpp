@@ -145,6 +145,14 @@ MappedFile::MappedFile(const std::string& path) {
   ::close(fd);
 }
 
+void MappedFile::release(std::size_t from, std::size_t to) {
+  if (data_ == nullptr) return;
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t a = (from + page - 1) / page * page;
+  const std::size_t b = std::min(to, size_) / page * page;
+  if (b > a) ::madvise(static_cast<char*>(data_) + a, b - a, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(data_, size_);
 }

@@ -67,6 +67,9 @@ class MappedFile {
   bool not_regular() const { return not_regular_; }
   const std::string& error() const { return error_; }
   std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+  // Nothing refers to bytes [from, to) any more: the whole pages among them leave the process's memory (they stay in
+  // the page cache), so a scan of a large file holds only the parts in flight.
+  void release(std::size_t from, std::size_t to);
 
  private:
   std::string error_;

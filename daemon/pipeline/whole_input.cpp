@@ -214,6 +214,7 @@ void Replay::feed_whole(const std::vector<WholeInput>& inputs, unsigned threads)
         m.lines_before = lines;
         pipeline_.correlate(m);
       }
+      if (in.done && r.end > expected) in.done(expected, r.end);
       expected = r.end;
       lines += r.lines;
     }

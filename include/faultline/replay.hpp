@@ -20,6 +20,9 @@ struct WholeInput {
   std::uint32_t stream = 0;
   std::string_view bytes;  // all of it, valid until feed_whole() returns
   Time read_time{};        // the time it is read at (what start() is given before it is fed)
+  // Called, in order, with each range [from, to) of `bytes` that no batch refers to any more (a mapped file lets
+  // those pages go). May be empty.
+  std::function<void(std::size_t from, std::size_t to)> done;
 };
 
 struct ReplayOptions {
