@@ -11,8 +11,11 @@ median of the per-run ratios is shown; wall-clock and CPU time are both reported
 
   check     per-pattern matching-line counts of faultline (fl_count, the Scanner of faultline_core), the raw limit
             (hs_limit per-line), GNU grep, ripgrep, mtail and SEC on every rule set; they must agree
-  scan      `faultline scan` (full catalog, --lines corpus, cached database) vs hs_limit's buffered scan (the raw
-            Hyperscan limit) and ripgrep; a decode / scan / correlate breakdown (fl_count)
+  scan      `faultline scan -j 1` (full catalog, --lines corpus, cached database) vs hs_limit's buffered scan (the
+            raw Hyperscan limit) and ripgrep; a decode / scan / correlate breakdown (fl_count)
+  corpora   per corpus (A: gen_corpus.py; B: gen_corpus_b.py raw, CRI- and docker-wrapped), at 1M and --lines lines:
+            raw limit, in-memory pipeline, `scan -j 1` and `scan` on every core
+  parallel  `scan -j N` for N = 1, 2, 4, 8 (up to the cores here) on corpus A and B, --lines lines
   peers     `faultline scan` vs mtail --one_shot, SEC --notail and grep -E -f on the --peer-lines corpus
   scaling   per-byte cost of `faultline scan` at 20 / 100 / 186 / 1000 patterns
   follow    `faultline run` following a file appended as fast as possible: lines/s with nothing lost
@@ -133,6 +136,8 @@ def main() -> int:
     ctx["rules"] = rulesets(a.out, b["fl_count"], sets_ordered)
     if "latency" in sections:
         ctx["probe_rules"] = probe_rules(a.out, ctx["rules"]["catalog"]["dir"])
+    ctx["out"] = a.out
+    ctx["corpus_lines"] = a.lines
     if {"scan", "scaling", "follow", "peers"} & set(sections):
         ctx["corpus"] = corpus(a.out, a.lines, 1, 2e-5)
         ctx["corpus_lines"] = a.lines
@@ -155,7 +160,7 @@ def main() -> int:
             prev = {}
     results: dict = {}
     failures = []
-    fns = {"check": section_check, "scan": section_scan, "peers": section_peers, "scaling": section_scaling,
+    fns = {"check": section_check, "scan": section_scan, "corpora": section_corpora, "parallel": section_parallel, "peers": section_peers, "scaling": section_scaling,
            "follow": section_follow, "latency": section_latency, "memory": section_memory, "startup": section_startup}
     for s in ALL_SECTIONS:
         if s not in sections or s == "idle" and "memory" in sections:

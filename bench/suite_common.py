@@ -24,7 +24,8 @@ import faultline_testlib as tl  # noqa: E402
 from measure import HZ, Run, cpu_jiffies, wait_quiet  # noqa: E402
 
 SETS = ["cat-20", "cat-100", "catalog", "cat-1000"]
-ALL_SECTIONS = ["check", "scan", "peers", "scaling", "follow", "latency", "memory", "idle", "startup"]
+ALL_SECTIONS = ["check", "scan", "corpora", "parallel", "peers", "scaling", "follow", "latency", "memory", "idle",
+                "startup"]
 BEGIN, END = "<!-- BEGIN run-all -->", "<!-- END run-all -->"
 PEER_TOOLS = {"grep": "grep", "rg": "rg", "mtail": "mtail", "sec": "sec"}
 
@@ -135,6 +136,34 @@ def corpus(out: str, lines: int, seed: int, inject: float) -> str:
         subprocess.run([sys.executable, gen, "--lines", str(lines), "--seed", str(seed), "--inject", str(inject),
                         "--out", path + ".tmp", "--manifest", path[:-4] + ".manifest.json"], check=True)
         os.replace(path + ".tmp", path)
+    return path
+
+
+# The suite's corpora, each at 1M lines and at --lines: the suite's own generator, the second generator (a different
+# mix: more benign tracebacks, more failures) raw, and the second wrapped as CRI and as docker json-file.
+CORPORA = ["A", "B", "B-cri", "B-docker"]
+CORPUS_NAMES = {"A": "`gen_corpus.py --seed 1 --inject 2e-05`", "B": "`gen_corpus_b.py --seed 1`",
+                "B-cri": "B wrapped by `wrap_corpus.py --format cri`", "B-docker": "B wrapped by `wrap_corpus.py --format docker`"}
+
+
+def corpus_of(out: str, name: str, lines: int) -> str:
+    if name == "A":
+        return corpus(out, lines, 1, 2e-5)
+    raw = os.path.join(out, "corpus-b-%d-s1.log" % lines)
+    gen = os.path.join(HERE, "gen_corpus_b.py")
+    if not os.path.exists(raw) or os.path.getmtime(raw) < os.path.getmtime(gen):
+        log("generating %s" % raw)
+        subprocess.run([sys.executable, gen, "--lines", str(lines), "--seed", "1", "--out", raw + ".tmp"], check=True,
+                       stderr=subprocess.DEVNULL)
+        os.replace(raw + ".tmp", raw)
+    if name == "B":
+        return raw
+    fmt_ = name.split("-", 1)[1]
+    path = raw[:-4] + "." + fmt_
+    wrap = os.path.join(HERE, "wrap_corpus.py")
+    if not os.path.exists(path) or os.path.getmtime(path) < max(os.path.getmtime(raw), os.path.getmtime(wrap)):
+        log("wrapping %s as %s" % (raw, fmt_))
+        subprocess.run([sys.executable, wrap, "--format", fmt_, raw, path], check=True)
     return path
 
 
@@ -268,8 +297,11 @@ def sec_run(progs: dict, path: str, n: int, tmp: str) -> tuple[list[int], Run]:
     return counts, r
 
 
-def scan_run(b: dict, rules: str, path: str, cache: str | None) -> dict:
-    cmd = [b["faultline"], "scan", "--rules", rules] + (["--cache", cache] if cache else []) + [path]
+def scan_run(b: dict, rules: str, path: str, cache: str | None, jobs: int | None = 1) -> dict:
+    """`faultline scan` on one thread (`-j 1`, the figure compared with the one-thread raw limit) unless `jobs` says
+    otherwise (None: the default, every core)."""
+    cmd = [b["faultline"], "scan", "--rules", rules] + (["--cache", cache] if cache else ["--no-cache"]) + \
+        (["-j", str(jobs)] if jobs else []) + [path]
     r = Run(cmd, ok=(0, 1), stdout=subprocess.DEVNULL)
     m = re.search(r"faultline: (\d+) incident.* in (\d+) lines, (\d+) bytes, (\d+) rules, (\d+) ms", r.err)
     if not m:

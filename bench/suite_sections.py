@@ -87,6 +87,50 @@ def section_scan(ctx: dict) -> dict:
     return {"rounds": rounds, "bytes": os.path.getsize(path), "lines": ctx["corpus_lines"]}
 
 
+def section_corpora(ctx: dict) -> dict:
+    """Per corpus and size: the raw limit, the in-memory pipeline and `faultline scan` (-j 1 and every core)."""
+    b, runs = ctx["bin"], ctx["runs"]
+    rs = ctx["rules"]["catalog"]
+    cache = os.path.join(ctx["tmp"], "scan-cache")
+    scan_run(b, rs["dir"], ctx["check_corpus"], cache)
+    out = {}
+    for lines in sorted({min(1_000_000, ctx["corpus_lines"]), ctx["corpus_lines"]}):
+        for name in CORPORA:
+            path = corpus_of(ctx["out"], name, lines)
+            rounds = []
+            for i in range(runs):
+                log("corpora: %s %s lines, run %d/%d" % (name, human(lines), i + 1, runs))
+                wait_quiet(ctx["max_wait"])
+                r = {"hs": hs_scan(b, rs["progs"], path), "faultline": scan_run(b, rs["dir"], path, cache),
+                     "faultline_all": scan_run(b, rs["dir"], path, cache, jobs=None)}
+                fc = Run([b["fl_count"], "--rules", rs["dir"], "--cache", cache, "--levels", "--stages", "pipeline",
+                          "--json", path])
+                r["stages"] = json.loads(fc.out)
+                rounds.append(r)
+            out["%s/%d" % (name, lines)] = {"corpus": name, "lines": lines, "bytes": os.path.getsize(path),
+                                            "rounds": rounds}
+    return {"corpora": out, "cores": os.cpu_count()}
+
+
+def section_parallel(ctx: dict) -> dict:
+    """`faultline scan -j N` on the --lines corpus A and B: wall time per N (1, 2, 4, 8 up to the cores here)."""
+    b, runs = ctx["bin"], ctx["runs"]
+    rs = ctx["rules"]["catalog"]
+    cache = os.path.join(ctx["tmp"], "scan-cache")
+    scan_run(b, rs["dir"], ctx["check_corpus"], cache)
+    jobs = [j for j in (1, 2, 4, 8) if j <= (os.cpu_count() or 1)]
+    out = {}
+    for name in ("A", "B"):
+        path = corpus_of(ctx["out"], name, ctx["corpus_lines"])
+        rounds = []
+        for i in range(runs):
+            log("parallel: %s run %d/%d" % (name, i + 1, runs))
+            wait_quiet(ctx["max_wait"])
+            rounds.append({str(j): scan_run(b, rs["dir"], path, cache, jobs=j) for j in jobs})
+        out[name] = {"bytes": os.path.getsize(path), "lines": ctx["corpus_lines"], "rounds": rounds}
+    return {"corpora": out, "jobs": jobs, "cores": os.cpu_count()}
+
+
 def section_peers(ctx: dict) -> dict:
     b, runs, path = ctx["bin"], ctx["runs"], ctx["peer_corpus"]
     rs = ctx["rules"]["catalog"]

@@ -1,8 +1,13 @@
 // `faultline scan`: files or standard input replayed once through the pipeline, the incidents found printed.
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <memory>
+#include <thread>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -20,6 +25,36 @@ namespace faultline::app {
 
 namespace {
 
+// Cores this process may run on.
+unsigned default_jobs() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+std::optional<unsigned> parse_jobs(std::string_view text) {
+  unsigned v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 1 || v > 1024) return std::nullopt;
+  return v;
+}
+
+// The per-user cache of compiled rule databases: $XDG_CACHE_HOME/faultline, else ~/.cache/faultline; none when
+// neither is known. A directory that cannot be created or written costs a warning and a compile, never the scan.
+std::string default_cache_dir() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && xdg[0] == '/') {
+    return std::string(xdg) + "/faultline";
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && home[0] != '\0') {
+    return std::string(home) + "/.cache/faultline";
+  }
+  return {};
+}
+
+// Regular files mapped at once: bounds the open mappings of a scan of many files.
+constexpr std::size_t kFilesPerGroup = 64;
+
 struct ScanFlags {
   std::vector<std::string> rules;
   std::vector<std::string> inputs;
@@ -31,6 +66,8 @@ struct ScanFlags {
   std::string cache;
   cli::ColourMode colour = cli::ColourMode::automatic;
   std::optional<Time> since, until;
+  bool no_cache = false;
+  unsigned jobs = default_jobs();
 };
 
 cli::Parser scan_parser(ScanFlags& f) {
@@ -46,7 +83,13 @@ cli::Parser scan_parser(ScanFlags& f) {
              "container format of every input: auto, raw, cri, docker (default: detected per input)");
   cli.option("--utc-offset", "Z", f.utc_offset, parse_utc_offset, "+HH:MM",
              "zone of times printed without one (default +00:00)");
-  cli.option("--cache", "DIR", f.cache, "keep the compiled rule database in DIR");
+  cli.option("--cache", "DIR", f.cache,
+             "keep the compiled rule database in DIR (default: $XDG_CACHE_HOME/faultline, else ~/.cache/faultline)");
+  cli.flag("--no-cache", f.no_cache, "compile the rules every time; read and write no cache");
+  cli.option("--jobs", "N", f.jobs, parse_jobs, "a number from 1 to 1024",
+             "decode and match on N threads (default: every core this process may use); the incidents are the "
+             "same for any N");
+  cli.alias("-j");
   cli.option("--since", "TIME", f.since, parse_rfc3339, "an RFC 3339 time",
              "only incidents whose lines reach TIME or later (event time, RFC 3339)");
   cli.option("--until", "TIME", f.until, parse_rfc3339, "an RFC 3339 time",
@@ -100,6 +143,56 @@ void print_summary(const Replay& replay, const CompiledRules& compiled, double s
   std::cerr << "\n";
 }
 
+// A pipe, a terminal or standard input, read piece by piece. False (and the reason on stderr) when it cannot be read.
+bool scan_stream(Replay& replay, const std::string& input, const DecodeOptions& decode,
+                 const std::optional<Time>& now, bool progress) {
+  ScanInput in(input);
+  ScanProgress shown(input == "-" ? "stdin" : input, progress);
+  if (!in.ok()) {
+    std::cerr << "faultline scan: cannot open " << input << ": " << in.error() << "\n";
+    return false;
+  }
+  const Time read_time = input_read_time(input, now);
+  DecodeOptions stream_decode = decode;
+  stream_decode.time.reference = read_time;  // times printed without a year
+  const std::uint32_t stream = replay.add_stream(input_identity(input), stream_decode);
+  // What is fed is read at the time of the file's first timestamp, so the lines before it take that time.
+  std::string head;  // the first pieces, copied while they are too short to look ahead in
+  bool started = false;
+  auto begin = [&](std::string_view look) {
+    replay.start(first_time_in(look, stream_decode, read_time).value_or(read_time));
+    started = true;
+  };
+  std::string_view piece;
+  while (in.next(piece)) {
+    shown.update(in.consumed(), in.size(), replay.stats().lines);
+    if (started) {
+      replay.feed(stream, piece);
+    } else if (head.empty() && enough_to_look_at(piece)) {
+      begin(piece);
+      replay.feed(stream, piece);
+    } else {
+      head.append(piece);
+      if (enough_to_look_at(head)) {
+        begin(head);
+        replay.feed(stream, head);
+        std::string().swap(head);
+      }
+    }
+  }
+  if (!started) {
+    begin(head);
+    replay.feed(stream, head);
+  }
+  shown.done();
+  if (!in.ok()) {
+    std::cerr << "faultline scan: cannot read " << input << ": " << in.error() << "\n";
+    return false;
+  }
+  replay.end_stream(stream);
+  return true;
+}
+
 }  // namespace
 
 int cmd_scan(const Args& args) {
@@ -112,8 +205,12 @@ int cmd_scan(const Args& args) {
 
   // The time in the summary is the whole scan's, loading and compiling the rules included.
   const auto began = std::chrono::steady_clock::now();
-  // Patterns of the rules that load are compiled too, so one run reports every problem.
-  Catalog catalog = load_and_compile(f.rules, {}, f.cache, CatalogPolicy{OnLoadError::compile_the_rest});
+  if (f.no_cache) f.cache.clear();
+  else if (f.cache.empty()) f.cache = default_cache_dir();
+  // Patterns of the rules that load are compiled too, so one run reports every problem. The rules' tests are not read.
+  CatalogPolicy policy{OnLoadError::compile_the_rest};
+  policy.tests = false;
+  Catalog catalog = load_and_compile(f.rules, {}, f.cache, policy);
   for (const auto& d : catalog.diagnostics) std::cerr << d.str() << "\n";
   if (!catalog.compiled) return 2;
 
@@ -132,53 +229,41 @@ int cmd_scan(const Args& args) {
     replay.pipeline().set_trace([&explain_out](const std::string& line) { explain_out << "explain: " << line << "\n"; });
 
   const bool progress = ::isatty(STDERR_FILENO) != 0;
+  // Regular files are mapped whole and taken in groups: their parts are decoded and matched on `-j` threads and
+  // correlated in input order, so the incidents are those of -j 1. Pipes and terminals are read piece by piece.
+  std::vector<std::unique_ptr<MappedFile>> mapped;
+  std::vector<WholeInput> group;
+  const auto scan_group = [&] {
+    replay.feed_whole(group, f.jobs);
+    group.clear();
+    mapped.clear();
+  };
   for (const auto& input : f.inputs) {
-    ScanInput in(input);
-    ScanProgress shown(input == "-" ? "stdin" : input, progress);
-    if (!in.ok()) {
-      std::cerr << "faultline scan: cannot open " << input << ": " << in.error() << "\n";
+    auto file = std::make_unique<MappedFile>(input);
+    if (!file->ok() && !file->not_regular()) {
+      scan_group();
+      std::cerr << "faultline scan: cannot open " << input << ": " << file->error() << "\n";
       return 2;
     }
-    // One clock per file: each stream's clock runs on its own lines, so the order of the files does not matter.
-    const Time read_time = input_read_time(input, f.now);
-    DecodeOptions stream_decode = decode;
-    stream_decode.time.reference = read_time;  // times printed without a year
-    const std::uint32_t stream = replay.add_stream(input_identity(input), stream_decode);
-    // What is fed is read at the time of the file's first timestamp, so the lines before it take that time.
-    std::string head;  // the first pieces, copied while they are too short to look ahead in
-    bool started = false;
-    auto begin = [&](std::string_view look) {
-      replay.start(first_time_in(look, stream_decode, read_time).value_or(read_time));
-      started = true;
-    };
-    std::string_view piece;
-    while (in.next(piece)) {
-      shown.update(in.consumed(), in.size(), replay.stats().lines);
-      if (started) {
-        replay.feed(stream, piece);
-      } else if (head.empty() && enough_to_look_at(piece)) {
-        begin(piece);
-        replay.feed(stream, piece);
-      } else {
-        head.append(piece);
-        if (enough_to_look_at(head)) {
-          begin(head);
-          replay.feed(stream, head);
-          std::string().swap(head);
-        }
-      }
+    if (file->ok()) {
+      // One clock per file: each stream's clock runs on its own lines, so the order of the files does not matter.
+      const Time read_time = input_read_time(input, f.now);
+      DecodeOptions stream_decode = decode;
+      stream_decode.time.reference = read_time;  // times printed without a year
+      const std::uint32_t stream = replay.add_stream(input_identity(input), stream_decode);
+      // What is fed is read at the time of the file's first timestamp, so the lines before it take that time.
+      const Time first = first_time_in(file->bytes(), stream_decode, read_time).value_or(read_time);
+      MappedFile* whole = file.get();
+      group.push_back(WholeInput{stream, file->bytes(), first,
+                                 [whole](std::size_t from, std::size_t to) { whole->release(from, to); }});
+      mapped.push_back(std::move(file));
+      if (group.size() >= kFilesPerGroup) scan_group();
+      continue;
     }
-    if (!started) {
-      begin(head);
-      replay.feed(stream, head);
-    }
-    shown.done();
-    if (!in.ok()) {
-      std::cerr << "faultline scan: cannot read " << input << ": " << in.error() << "\n";
-      return 2;
-    }
-    replay.end_stream(stream);
+    scan_group();
+    if (!scan_stream(replay, input, decode, f.now, progress)) return 2;
   }
+  scan_group();
   replay.finish();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
 

@@ -39,6 +39,13 @@ const char* unreadable_format(std::string_view head) {
   return nullptr;
 }
 
+// Bytes that start a compressed file, readable or not: such a file goes through ScanInput, which decompresses it or
+// names its format as the error.
+bool stored_compressed(std::string_view head) {
+  using namespace std::string_view_literals;
+  return unreadable_format(head) != nullptr || starts_with(head, "\x1f\x8b"sv) || starts_with(head, "\x28\xb5\x2f\xfd"sv);
+}
+
 // A mapped file that another process truncates makes reading past its new end raise SIGBUS. That is reported as
 // what it is, not as a crash.
 void on_sigbus(int) {
@@ -384,6 +391,52 @@ std::string ScanProgress::line(const std::string& input, std::size_t consumed, s
     out += ", " + std::to_string(static_cast<long>(left + 0.5)) + " s left";
   }
   return out;
+}
+
+MappedFile::MappedFile(const std::string& path) {
+  if (path == "-") {
+    not_regular_ = true;
+    return;
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error_ = std::strerror(errno);
+    return;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    error_ = std::strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    not_regular_ = true;
+  } else if (st.st_size > 0) {
+    size_ = static_cast<std::size_t>(st.st_size);
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      not_regular_ = true;  // not mappable (some file systems): read it
+      size_ = 0;
+    } else if (stored_compressed(std::string_view(static_cast<const char*>(p), std::min(size_, kMagic)))) {
+      ::munmap(p, size_);  // a gzip/zstd file is read (decompressed) through ScanInput, never as mapped bytes
+      not_regular_ = true;
+      size_ = 0;
+    } else {
+      data_ = p;
+      ::madvise(p, size_, MADV_SEQUENTIAL);
+      install_sigbus_handler();
+    }
+  }
+  ::close(fd);
+}
+
+void MappedFile::release(std::size_t from, std::size_t to) {
+  if (data_ == nullptr) return;
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t a = (from + page - 1) / page * page;
+  const std::size_t b = std::min(to, size_) / page * page;
+  if (b > a) ::madvise(static_cast<char*>(data_) + a, b - a, MADV_DONTNEED);
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) ::munmap(data_, size_);
 }
 
 // What a file's bytes were read at: --now, else its modification time; standard input is read now.

@@ -105,4 +105,32 @@ class ScanProgress {
   std::chrono::steady_clock::time_point started_, next_draw_;
 };
 
+// A regular file mapped whole (scan -j: its parts are decoded on several threads at once). Pages are read in as they
+// are touched. A file that another process truncates while it is mapped makes reading past its new end raise
+// SIGBUS, which is reported as that and exits 2.
+class MappedFile {
+ public:
+  // Maps `path` if it is a regular file (an empty one maps to no bytes). Otherwise, or on failure, ok() is false and
+  // error() says why; `not_regular()` tells a pipe, a terminal or a compressed file (read it with ScanInput) from an
+  // error.
+  explicit MappedFile(const std::string& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  bool ok() const { return error_.empty() && !not_regular_; }
+  bool not_regular() const { return not_regular_; }
+  const std::string& error() const { return error_; }
+  std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+  // Nothing refers to bytes [from, to) any more: the whole pages among them leave the process's memory (they stay in
+  // the page cache), so a scan of a large file holds only the parts in flight.
+  void release(std::size_t from, std::size_t to);
+
+ private:
+  std::string error_;
+  bool not_regular_ = false;
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 }  // namespace faultline::app

@@ -155,6 +155,14 @@ void RecordBatch::resolve(std::size_t i) const {
   }
 }
 
+void RecordBatch::continue_after(const RecordBatch& earlier, std::uint64_t lines) {
+  if (lines != 0) {
+    for (auto& r : records_) r.line += lines;
+  }
+  if (streams_.size() < earlier.streams_.size()) streams_.resize(earlier.streams_.size());
+  for (std::size_t s = 0; s < earlier.streams_.size(); ++s) streams_[s].last = earlier.streams_[s].last;
+}
+
 void RecordBatch::clear() {
   // Carry each stream's latest time over: that of its last record, worked out if need be.
   if (!streams_.empty() && !records_.empty()) {

@@ -40,7 +40,8 @@ Catalog load_and_compile(const std::vector<std::string>& paths, const std::vecto
                          const std::string& cache_dir, CatalogPolicy policy) {
   const auto started = std::chrono::steady_clock::now();
   Catalog out;
-  LoadResult loaded = paths.empty() ? load_rules({default_rules_dir()}) : load_rules(paths);
+  const LoadOptions load{policy.tests};
+  LoadResult loaded = paths.empty() ? load_rules({default_rules_dir()}, load) : load_rules(paths, load);
   out.diagnostics = std::move(loaded.diagnostics);
   const bool load_failed = out.errors() > 0;
   // With nothing loaded there is nothing more to report; a broken set is not compiled when the policy says stop.

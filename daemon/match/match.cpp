@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <mutex>
 
 #include "faultline/durable_file.hpp"
 #include "faultline/match.hpp"
@@ -37,6 +38,10 @@ struct SerializedDeleter {
 using DatabasePtr = std::unique_ptr<hs_database_t, DatabaseDeleter>;
 using ScratchPtr = std::unique_ptr<hs_scratch_t, ScratchDeleter>;
 using CompileErrorPtr = std::unique_ptr<hs_compile_error_t, CompileErrorDeleter>;
+
+// The layout of what the cache holds (a serialized Hyperscan database of the rules' expressions, then the story
+// anchors): changes whenever faultline compiles the same patterns into a different database.
+constexpr std::string_view kDatabaseFormat = "faultline-rules-db/2";
 
 // One part of the cache key, closed by a 0xff byte (which no pattern text holds) so parts cannot run together.
 std::uint64_t mix_part(std::uint64_t h, std::string_view part) { return fnv1a64("\xff", fnv1a64(part, h)); }
@@ -104,13 +109,54 @@ std::string_view to_string(StoryAnchor anchor) {
   return "";
 }
 
+namespace {
+
+// RE2 for one expression, built on first use: a database read from the cache was compiled from patterns RE2
+// accepted (the cache is written only then), so start-up builds none; a scan builds those of the lines that hit.
+struct LazyRegex {
+  std::once_flag once;
+  std::unique_ptr<RE2> re;                          // null: RE2 rejects it (reported when compiling)
+  std::vector<std::pair<int, std::string>> groups;  // (group, name) of its named captures
+};
+
+// Might the pattern have a named capture ("(?P<name>" or "(?<name>")? A yes that RE2 does not share only costs a
+// confirmation.
+bool may_capture(std::string_view re) {
+  if (re.find("(?P<") != std::string_view::npos) return true;
+  for (std::size_t p = re.find("(?<"); p != std::string_view::npos; p = re.find("(?<", p + 3)) {
+    if (p + 3 < re.size() && re[p + 3] != '=' && re[p + 3] != '!') return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 struct CompiledRules::Impl {
   DatabasePtr db;
   std::vector<EventRef> ids;                     // expression id → event
-  std::vector<std::unique_ptr<RE2>> confirm;     // per expression: RE2 to confirm/capture (null: not needed)
-  std::vector<std::vector<std::pair<int, std::string>>> capture_index;  // per expression: (group, name)
+  std::vector<std::string> regex;                // per expression
+  std::vector<std::uint8_t> caseless;            // per expression
+  std::vector<std::uint8_t> confirm;             // per expression: RE2 confirms/captures its hits
+  std::unique_ptr<LazyRegex[]> lazy;             // per expression
   std::vector<std::uint8_t> level_mask;          // per expression: bit per Level; 0xff = any
   std::size_t database_bytes = 0;
+
+  // The expression's RE2, built on first use (thread-safe).
+  const LazyRegex& regex_for(std::size_t expr) const {
+    LazyRegex& l = lazy[expr];
+    std::call_once(l.once, [&] {
+      RE2::Options options;
+      options.set_encoding(RE2::Options::EncodingLatin1);
+      options.set_case_sensitive(caseless[expr] == 0);
+      options.set_log_errors(false);
+      options.set_never_nl(true);
+      l.re = std::make_unique<RE2>(regex[expr], options);
+      if (!l.re->ok()) return;
+      for (const auto& [name, index] : l.re->NamedCapturingGroups()) l.groups.emplace_back(index, name);
+      std::sort(l.groups.begin(), l.groups.end());
+    });
+    return l;
+  }
 };
 
 CompiledRules::CompiledRules(RuleSet rules, std::unique_ptr<Impl> impl)
@@ -149,28 +195,12 @@ CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
       }
       impl->level_mask.push_back(mask);
 
-      RE2::Options re_options;
-      re_options.set_encoding(RE2::Options::EncodingLatin1);
-      re_options.set_case_sensitive(!ev.caseless);
-      re_options.set_log_errors(false);
-      re_options.set_never_nl(true);
-      auto re = std::make_unique<RE2>(ev.regex, re_options);
-      if (!re->ok()) {
-        result.diagnostics.push_back({Diagnostic::Kind::error, ev.pos,
-                                      "rule '" + rule.id + "', event '" + ev.name + "': RE2 rejects the pattern: " +
-                                          excerpt(re->error())});
-        impl->confirm.emplace_back();
-        impl->capture_index.emplace_back();
-        continue;
-      }
-      std::vector<std::pair<int, std::string>> groups;
-      for (const auto& [name, index] : re->NamedCapturingGroups()) groups.emplace_back(index, name);
-      std::sort(groups.begin(), groups.end());
-      bool needed = !groups.empty() || may_cross_newline(ev.regex);
-      impl->capture_index.push_back(std::move(groups));
-      impl->confirm.push_back(needed ? std::move(re) : nullptr);
+      impl->regex.push_back(ev.regex);
+      impl->caseless.push_back(ev.caseless ? 1 : 0);
+      impl->confirm.push_back(may_capture(ev.regex) || may_cross_newline(ev.regex) ? 1 : 0);
     }
   }
+  impl->lazy = std::make_unique<LazyRegex[]>(impl->ids.size());
   result.info.patterns = patterns.size();
   if (patterns.empty()) {
     result.diagnostics.push_back({Diagnostic::Kind::error, Position{}, "no rules to compile"});
@@ -183,8 +213,13 @@ CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
     flags.push_back(HS_FLAG_MULTILINE);
   }
 
-  // Cache key: library version, platform, and every pattern with its flags.
-  std::uint64_t key = mix_part(kFnv1a64Offset, hs_version());
+  // Cache key: the database format, the library version, the CPU it is compiled for (features and tuning: a database
+  // built for AVX-512 must not load on a CPU without it), and every pattern with its flags.
+  hs_platform_info_t platform;
+  hs_populate_platform(&platform);
+  std::uint64_t key = mix_part(kFnv1a64Offset, kDatabaseFormat);
+  key = mix_part(key, hs_version());
+  key = mix_part(key, std::to_string(platform.cpu_features) + "/" + std::to_string(platform.tune));
   for (std::size_t i = 0; i < patterns.size(); ++i) key = mix_part(mix_part(key, patterns[i]), std::to_string(flags[i]));
   char key_hex[17];
   std::snprintf(key_hex, sizeof key_hex, "%016llx", static_cast<unsigned long long>(key));
@@ -204,12 +239,19 @@ CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
   }
 
   if (!raw_db) {
+    // Every pattern RE2 rejects is reported, as are those Hyperscan rejects (one run shows every problem).
+    for (std::size_t i = 0; i < impl->ids.size(); ++i) {
+      const LazyRegex& l = impl->regex_for(i);
+      if (!l.re->ok()) {
+        result.diagnostics.push_back({Diagnostic::Kind::error, sources[i]->pos,
+                                      "rule '" + owners[i]->id + "', event '" + sources[i]->name +
+                                          "': RE2 rejects the pattern: " + excerpt(l.re->error())});
+      }
+    }
     std::vector<const char*> exprs;
     exprs.reserve(patterns.size());
     for (const auto& p : patterns) exprs.push_back(p.c_str());
     hs_compile_error_t* raw_err = nullptr;
-    hs_platform_info_t platform;
-    hs_populate_platform(&platform);
     hs_error_t rc = hs_compile_multi(exprs.data(), flags.data(), hs_ids.data(), static_cast<unsigned>(exprs.size()),
                                      HS_MODE_BLOCK, &platform, &raw_db, &raw_err);
     CompileErrorPtr err(raw_err);
@@ -238,7 +280,8 @@ CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
       }
       return result;
     }
-    if (!cache_file.empty()) {
+    const bool re2_ok = result.diagnostics.empty();
+    if (!cache_file.empty() && re2_ok) {  // a cached database says RE2 accepts its patterns too
       char* bytes = nullptr;
       std::size_t length = 0;
       if (hs_serialize_database(raw_db, &bytes, &length) == HS_SUCCESS) {
@@ -356,7 +399,7 @@ void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out, std::vector<
       continue;
     }
     std::uint8_t mask = compiled.level_mask[c.expr];
-    if (mask != 0xff && !(mask & (1u << static_cast<unsigned>(batch[c.record].level)))) {
+    if (mask != 0xff && !(mask & (1u << static_cast<unsigned>(batch.level(c.record))))) {
       if (s.level_filtered) {
         const RE2* re = compiled.confirm[c.expr].get();
         std::string_view text = batch.text(c.record);
@@ -369,16 +412,18 @@ void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out, std::vector<
     Hit hit;
     hit.record = c.record;
     hit.event = compiled.ids[c.expr];
-    if (const RE2* re = compiled.confirm[c.expr].get()) {
+    if (compiled.confirm[c.expr] != 0) {
+      const LazyRegex& l = compiled.regex_for(c.expr);
+      if (!l.re->ok()) continue;  // rejected: reported when compiled, never a hit
       std::string_view text = batch.text(c.record);
       // Without named captures only "does it match within the line" is asked: RE2 answers that with its DFA alone.
-      const auto& wanted = compiled.capture_index[c.expr];
+      const auto& wanted = l.groups;
       int n = wanted.empty() ? 0 : wanted.back().first + 1;
       s.groups.assign(static_cast<std::size_t>(n), re2::StringPiece());
-      if (!re->Match(re2::StringPiece(text.data(), text.size()), 0, text.size(), RE2::UNANCHORED, s.groups.data(), n)) {
+      if (!l.re->Match(re2::StringPiece(text.data(), text.size()), 0, text.size(), RE2::UNANCHORED, s.groups.data(), n)) {
         continue;  // the Hyperscan match spanned lines
       }
-      for (const auto& [index, name] : compiled.capture_index[c.expr]) {
+      for (const auto& [index, name] : wanted) {
         const auto& g = s.groups[static_cast<std::size_t>(index)];
         if (g.data() != nullptr) hit.fields.emplace_back(name, std::string(g.data(), g.size()));
       }

@@ -127,6 +127,28 @@ void Pipeline::flush_partial(std::uint32_t stream, Time read_time) {
 
 void Pipeline::drain() { impl_->drain(); }
 
+void Pipeline::correlate(MatchedBatch& m) {
+  Impl& s = *impl_;
+  s.drain();
+  m.batch.continue_after(s.batch, m.lines_before);
+  s.stats.bytes += m.bytes;
+  if (!m.batch.empty()) {
+    s.stats.hits += m.hits.size();
+    s.stats.lines += m.batch.size();
+    for (const auto& rec : m.batch.records()) s.stats.truncated += rec.truncated ? 1 : 0;
+    if (s.observer) {
+      for (const auto& h : m.hits) s.observer(h, m.batch);
+    }
+    s.correlator.process(m.batch, m.hits, s.incidents);
+    s.detector.process(m.batch, m.anchors, m.hits, s.incidents);
+  }
+  m.batch.clear();
+  s.batch.continue_after(m.batch);
+  s.deliver();
+}
+
+const DecodeOptions& Pipeline::decode_options(std::uint32_t stream) const { return impl_->decode_options.at(stream); }
+
 void Pipeline::advance(Time now) {
   impl_->drain();
   impl_->correlator.advance(now, impl_->incidents);

@@ -1,11 +1,14 @@
 #include "faultline/replay.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace faultline {
 
 Replay::Replay(std::shared_ptr<const CompiledRules> rules, ReplayOptions options)
     : on_incident_(std::move(options.on_incident)),
+      rules_(rules),
+      batch_bytes_(std::max<std::size_t>(options.pipeline.batch_bytes, 4096)),
       clock_(options.start),
       pipeline_(std::move(rules), [this](const Incident& incident) { collect(incident); }, options.pipeline) {}
 

@@ -173,6 +173,36 @@ void load_document(const YAML::Node& root, RuleReader& dec, RuleSet& out) {
   if (auto r = dec.rule(root)) out.rules.push_back(std::move(*r));
 }
 
+// The rule file's text with the `tests:` block of its top-level mapping blanked: every line of it left empty, so that
+// each position after it stays where it was. The block is the line `tests:` at the first column (nothing after it
+// but a comment) and every line after it that is blank, indented, a comment or a sequence item at the first column
+// (a list may sit at its key's indentation), up to the next line at the first column (the next key, or `---`).
+// Anything else — `tests: []` on one line, tests of rules in a list — is left as it is, and parsed.
+std::string without_tests(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_tests = false;
+  while (!text.empty()) {
+    const std::size_t nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    const std::string_view rest = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    if (in_tests) {
+      const char c = line.empty() ? ' ' : line[0];
+      const char d = line.size() > 1 ? line[1] : ' ';
+      const bool item = c == '-' && (d == ' ' || d == '\t' || d == '\r');
+      in_tests = c == ' ' || c == '\t' || c == '\r' || c == '#' || item;
+    }
+    if (!in_tests && line.substr(0, 6) == "tests:") {
+      const std::size_t after = line.find_first_not_of(" \t\r", 6);
+      in_tests = after == std::string_view::npos || line[after] == '#';
+    }
+    if (!in_tests) out.append(line);
+    if (nl != std::string_view::npos) out.push_back('\n');
+    text = rest;
+  }
+  return out;
+}
+
 void load_text(std::string_view text, const std::string& file, LoadResult& result,
                std::map<std::string, Position>& ids) {
   RuleReader dec(file, result.diagnostics);
@@ -207,7 +237,9 @@ LoadResult load_rules_from_string(std::string_view yaml, std::string_view file_n
   return result;
 }
 
-LoadResult load_rules(const std::vector<std::string>& paths) {
+LoadResult load_rules(const std::vector<std::string>& paths) { return load_rules(paths, LoadOptions{}); }
+
+LoadResult load_rules(const std::vector<std::string>& paths, const LoadOptions& options) {
   LoadResult result;
   std::vector<std::string> files;
   for (const auto& p : paths) {
@@ -245,7 +277,10 @@ LoadResult load_rules(const std::vector<std::string>& paths) {
   std::map<std::string, Position> ids;
   for (const auto& f : files) {
     RuleReader reader(f, result.diagnostics);
-    if (auto text = reader.read_file()) load_text(*text, f, result, ids);
+    if (auto text = reader.read_file()) {
+      if (options.tests) load_text(*text, f, result, ids);
+      else load_text(without_tests(*text), f, result, ids);
+    }
   }
   if (result.rules.rules.empty() && result.ok() && !paths.empty()) {
     std::string named;

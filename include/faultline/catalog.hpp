@@ -36,6 +36,7 @@ enum class OnLoadError : std::uint8_t {
 struct CatalogPolicy {
   OnLoadError on_load_error = OnLoadError::stop;
   bool compile = true;  // false: load and apply overrides only (listing the catalog)
+  bool tests = true;    // false: the rules' tests are not read (LoadOptions::tests)
 };
 
 struct Catalog {

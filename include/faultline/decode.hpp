@@ -77,6 +77,13 @@ class RecordBatch {
     if (records_[i].deferred != 0) resolve(i);
     return records_[i];
   }
+  // Record i's level alone, read from its text if need be. Its time is left as it is: a deferred record that prints
+  // none inherits the time of the lines before it, which a batch matched apart from its predecessors (scan -j) learns
+  // only when it is correlated in order.
+  Level level(std::size_t i) const {
+    if (records_[i].deferred == 1) parse(i);
+    return records_[i].level;
+  }
   std::string_view text(std::size_t i) const;
   // The records as they are: stream, line, offset and text are always set; time and level only where not deferred.
   const std::vector<RecordMeta>& records() const { return records_; }
@@ -104,6 +111,11 @@ class RecordBatch {
   void append_in_place(RecordMeta meta, std::string_view text);
   // Copies every referred byte into the batch's own buffer (before the caller's bytes go away).
   void materialize();
+  // A batch decoded apart from the ones before it (scan -j): its line numbers move on by `lines`, and it takes each
+  // stream's latest time from `earlier` (the batch before it in the stream's order, after that one's clear()), so
+  // that its deferred records inherit as if it had been decoded in one pass with them. After its own clear(), the
+  // batch after it takes them from this one.
+  void continue_after(const RecordBatch& earlier, std::uint64_t lines = 0);
 
  private:
   struct Run {

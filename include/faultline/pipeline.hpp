@@ -33,6 +33,16 @@ struct PipelineStats {
   std::uint64_t incidents = 0;
 };
 
+// A batch decoded and matched away from the pipeline thread (scan -j): its records, their hits and story anchors,
+// and how many bytes of the stream it covers.
+struct MatchedBatch {
+  RecordBatch batch;
+  std::vector<Hit> hits;
+  std::vector<AnchorHit> anchors;
+  std::uint64_t bytes = 0;          // of the stream, fed to make it
+  std::uint64_t lines_before = 0;   // physical lines of the stream before what it was decoded from (added to its own)
+};
+
 class Pipeline {
  public:
   using IncidentHandler = std::function<void(const Incident&)>;
@@ -55,6 +65,12 @@ class Pipeline {
   void flush_partial(std::uint32_t stream, Time read_time);
   // Scans and correlates what is batched. Called automatically when the batch is full.
   void drain();
+  // Correlates a batch matched elsewhere, as drain() would have after feeding its bytes: batches of a stream must
+  // come in the stream's order, each numbered and decoded as if the ones before it had been fed here. It takes each
+  // stream's latest time from what came before it and leaves its own for what follows; it is cleared.
+  void correlate(MatchedBatch& matched);
+  // The decode options a stream was added with.
+  const DecodeOptions& decode_options(std::uint32_t stream) const;
   // Drains, then moves the correlator's clock (absences, held incidents, lifetimes).
   void advance(Time now);
   // Live sources: moves each stream's event clock by the wall time that passed since its lines last moved it. While

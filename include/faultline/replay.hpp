@@ -15,6 +15,16 @@
 
 namespace faultline {
 
+// One whole input held in memory (a mapped file), for Replay::feed_whole().
+struct WholeInput {
+  std::uint32_t stream = 0;
+  std::string_view bytes;  // all of it, valid until feed_whole() returns
+  Time read_time{};        // the time it is read at (what start() is given before it is fed)
+  // Called, in order, with each range [from, to) of `bytes` that no batch refers to any more (a mapped file lets
+  // those pages go). May be empty.
+  std::function<void(std::size_t from, std::size_t to)> done;
+};
+
 struct ReplayOptions {
   Time start{};  // the virtual clock at first: the read time of what is fed before start()/after()/advance()
   PipelineOptions pipeline;
@@ -37,6 +47,13 @@ class Replay {
   void line(std::uint32_t stream, std::string_view text);
   // End of a stream's input: a last line without its newline becomes a record, and all of it is processed.
   void end_stream(std::uint32_t stream);
+  // Whole inputs, one after the other, each as start(read_time), feed(bytes) and end_stream(stream) would take it in.
+  // Each input is cut into batches where its bytes say (the first line start at or after every multiple of the
+  // batch size where no line is left open, so a CRI or docker line continued over several lines is never cut), not
+  // where reading happened to stop; parts of those batches are decoded and matched on `threads` threads (the
+  // caller's among them) and correlated in input order on the caller's. So the incidents, their order and their
+  // revisions are the same whatever `threads` is.
+  void feed_whole(const std::vector<WholeInput>& inputs, unsigned threads);
 
   // The virtual clock. start(t): what is fed next was read at `t`; the event clock does not move.
   void start(Time t);
@@ -61,6 +78,8 @@ class Replay {
   void collect(const Incident& incident);
 
   std::function<void(const Incident&)> on_incident_;
+  std::shared_ptr<const CompiledRules> rules_;
+  std::size_t batch_bytes_;
   std::vector<Incident> incidents_;
   std::unordered_map<std::string, std::size_t> index_;  // incident id → its place in incidents_
   Time clock_;

@@ -175,6 +175,13 @@ struct LoadResult {
 // Limits (build constants): a file of more than 4 MiB is refused before it is read, a value of more than 64 KiB at
 // its position. Paths that hold no rule at all are an `unreadable` error naming them.
 LoadResult load_rules(const std::vector<std::string>& paths);
+// What a load reads. Without tests (a command that only runs the rules: `scan`), the `tests:` block of a rule file
+// that holds one rule is not parsed at all (it is most of the catalog's text), and every rule has no tests; what the
+// rules say, their positions and their content hashes are the same.
+struct LoadOptions {
+  bool tests = true;
+};
+LoadResult load_rules(const std::vector<std::string>& paths, const LoadOptions& options);
 LoadResult load_rules_from_string(std::string_view yaml, std::string_view file_name);
 
 // Where the shipped catalog is: the source tree's rules/ when run from a build, else the install prefix.

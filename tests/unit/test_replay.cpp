@@ -138,3 +138,132 @@ TEST_CASE("a stream's dateless times are read against the clock when it is added
   replay.line(s, "INFO 01-01 00:00:05 [api.py:1] Starting server");
   CHECK(replay.pipeline().now() == clock + std::chrono::seconds(5));
 }
+
+// ---- feed_whole: whole inputs decoded and matched on several threads ------------------------------------------------
+
+namespace {
+
+// A rule whose incident spans many lines (and so batch and part boundaries): a warning, then the fatal line up to
+// 500 lines later; its evidence carries line numbers and times.
+const char* kSpanning = R"(
+id: spanning
+title: spanning
+severity: critical
+events:
+  warn: 'Skipping tactic (?P<n>[0-9]+)'
+  fatal: 'Assertion failed: boom'
+sequence:
+  - event: warn
+  - event: fatal
+    within: 1h
+tolerance: {lines: 1000, time: 1h}
+context_lines: 4
+)";
+
+// Every revision's JSON, in order of emission, of `text` replayed whole on `threads` threads in batches of
+// `batch_bytes` (many parts even for a small input), or fed piece by piece when threads is 0.
+std::vector<std::string> replay_json(const std::string& text, unsigned threads, std::size_t batch_bytes,
+                                     ContainerFormat format = ContainerFormat::raw) {
+  std::vector<std::string> out;
+  ReplayOptions options;
+  options.start = at(0);
+  options.pipeline.batch_bytes = batch_bytes;
+  options.on_incident = [&](const Incident& i) { out.push_back(to_json(i)); };
+  Replay replay(compile_yaml(kSpanning), std::move(options));
+  DecodeOptions d;
+  d.format = format;
+  const auto s = replay.add_stream(named("pod"), d);
+  if (threads == 0) {
+    replay.feed(s, text);
+    replay.end_stream(s);
+  } else {
+    replay.feed_whole({WholeInput{s, text, at(0)}}, threads);
+  }
+  replay.finish();
+  return out;
+}
+
+// Lines of a serving log: filler, some lines that print no time (they inherit the time before them), a warning every
+// 97 lines and the fatal line 40 lines after every third warning.
+std::vector<std::string> spanning_lines(int n) {
+  std::vector<std::string> lines;
+  for (int i = 0; i < n; ++i) {
+    std::string msg;
+    if (i % 97 == 0) msg = "Skipping tactic " + std::to_string(i);
+    else if (i % 291 == 40) msg = "Assertion failed: boom";
+    else msg = "INFO request " + std::to_string(i) + " finished " + std::string(static_cast<std::size_t>(i % 53), 'x');
+    lines.push_back(i % 7 == 3 ? "  continued " + std::to_string(i) : ts(i, msg));
+  }
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("feed_whole: the same revisions in the same order on 1, 2, 3 and 8 threads, across batch and part edges",
+          "[replay][parallel]") {
+  std::string text;
+  for (const auto& l : spanning_lines(6000)) text += l + "\n";
+  text += ts(7000, "Assertion failed: boom");  // a last line without its newline
+  const auto one = replay_json(text, 1, 4096);
+  REQUIRE(one.size() >= 10);
+  for (unsigned threads : {2u, 3u, 8u}) {
+    INFO("threads " << threads);
+    CHECK(replay_json(text, threads, 4096) == one);
+  }
+  // Fed piece by piece (other batch edges): the same incidents.
+  CHECK(replay_json(text, 0, 4096) == one);
+}
+
+TEST_CASE("feed_whole: CRI lines continued over a part's start are joined as in one pass", "[replay][parallel]") {
+  // Long messages split into P fragments, some across the places where parts begin; stderr interleaved.
+  std::string text;
+  int n = 0;
+  for (const auto& l : spanning_lines(3000)) {
+    const std::string stamp = format_time(at(n));
+    const std::string stream = n % 5 == 4 ? "stderr" : "stdout";
+    if (n % 11 == 5) {
+      // the message in three pieces, another stream's line in between
+      const std::size_t a = l.size() / 3, b = 2 * l.size() / 3;
+      text += stamp + " " + stream + " P " + l.substr(0, a) + "\n";
+      text += stamp + (stream == "stdout" ? " stderr" : " stdout") + " F INFO interleaved\n";
+      text += stamp + " " + stream + " P " + l.substr(a, b - a) + "\n";
+      text += stamp + " " + stream + " F " + l.substr(b) + "\n";
+    } else {
+      text += stamp + " " + stream + " F " + l + "\n";
+    }
+    ++n;
+  }
+  const auto one = replay_json(text, 1, 4096, ContainerFormat::auto_detect);
+  REQUIRE(one.size() >= 5);
+  CHECK(replay_json(text, 4, 4096, ContainerFormat::auto_detect) == one);
+  CHECK(replay_json(text, 0, 4096, ContainerFormat::auto_detect) == one);
+  // A batch size that puts part starts inside the P chains.
+  for (std::size_t batch : {4099u, 5003u, 8191u}) {
+    INFO("batch " << batch);
+    CHECK(replay_json(text, 3, batch, ContainerFormat::auto_detect) == replay_json(text, 1, batch, ContainerFormat::auto_detect));
+  }
+}
+
+TEST_CASE("feed_whole: an empty input and several inputs in order", "[replay][parallel]") {
+  std::string a, b;
+  for (const auto& l : spanning_lines(2000)) a += l + "\n";
+  for (const auto& l : spanning_lines(900)) b += l + "\n";
+  const auto run = [&](unsigned threads) {
+    std::vector<std::string> out;
+    ReplayOptions options;
+    options.pipeline.batch_bytes = 4096;
+    options.on_incident = [&](const Incident& i) { out.push_back(to_json(i)); };
+    Replay replay(compile_yaml(kSpanning), std::move(options));
+    const auto s1 = replay.add_stream(named("a"), raw());
+    const auto s2 = replay.add_stream(named("empty"), raw());
+    const auto s3 = replay.add_stream(named("b"), raw());
+    replay.feed_whole({WholeInput{s1, a, at(0)}, WholeInput{s2, {}, at(5)}, WholeInput{s3, b, at(9)}}, threads);
+    replay.finish();
+    CHECK(replay.stats().bytes == a.size() + b.size());
+    CHECK(replay.stats().lines == 2900);
+    return out;
+  };
+  const auto one = run(1);
+  REQUIRE_FALSE(one.empty());
+  CHECK(run(4) == one);
+}

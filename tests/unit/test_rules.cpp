@@ -595,3 +595,48 @@ TEST_CASE("the rendered-text check catches what it is meant to", "[rules]") {
   CHECK(text_problems(trimmed(expand_template(tmpl, {})), tmpl).size() >= 4);
   CHECK(text_problems("print(torch.version())", "print(torch.version())").empty());
 }
+
+TEST_CASE("loading without tests: the same rules, positions and content hashes, and no tests", "[rules]") {
+  const auto with = load_rules({FAULTLINE_SOURCE_RULES_DIR});
+  const auto without = load_rules({FAULTLINE_SOURCE_RULES_DIR}, LoadOptions{false});
+  REQUIRE(with.ok());
+  REQUIRE(without.ok());
+  REQUIRE(with.rules.rules.size() == without.rules.rules.size());
+  std::size_t tests = 0;
+  for (std::size_t i = 0; i < with.rules.rules.size(); ++i) {
+    const Rule& a = with.rules.rules[i];
+    const Rule& b = without.rules.rules[i];
+    INFO(a.id);
+    CHECK(a.id == b.id);
+    CHECK(a.content_hash == b.content_hash);
+    CHECK(a.pos.str() == b.pos.str());
+    REQUIRE(a.events.size() == b.events.size());
+    for (std::size_t e = 0; e < a.events.size(); ++e) {
+      CHECK(a.events[e].regex == b.events[e].regex);
+      CHECK(a.events[e].pos.str() == b.events[e].pos.str());
+    }
+    CHECK(b.tests.empty());
+    tests += a.tests.size();
+  }
+  CHECK(tests > 100);
+}
+
+TEST_CASE("loading without tests: a list at the key's indentation, keys after the block, errors still placed",
+          "[rules]") {
+  const std::string dir = std::filesystem::temp_directory_path() / ("faultline-notests-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream(dir + "/a.yaml") << "id: a-1\ntitle: a\nseverity: warning\nevents: {e: 'x'}\ntests:\n"
+                                      "- name: t\n  lines: |\n    x\n# a comment\n  expect: []\n"
+                                      "sequence:\n  - event: e\n";
+    std::ofstream(dir + "/b.yaml") << "id: b-1\ntitle: b\nseverity: warning\ntests:\n  - {name: t, lines: \"y\", expect: []}\n"
+                                      "events: {e: 'y'}\nsequence:\n  - event: nope\n";
+  }
+  const auto without = load_rules({dir}, LoadOptions{false});
+  const auto with = load_rules({dir});
+  std::filesystem::remove_all(dir);
+  REQUIRE(without.rules.rules.size() == 1);  // b-1 names an event it lacks: an error in both
+  CHECK(without.rules.rules[0].sequence.size() == 1);
+  REQUIRE(with.diagnostics.size() == without.diagnostics.size());
+  for (std::size_t i = 0; i < with.diagnostics.size(); ++i) CHECK(with.diagnostics[i].str() == without.diagnostics[i].str());
+}

@@ -1,0 +1,228 @@
+// Replay::feed_whole: whole inputs (mapped files) cut into parts of whole batches, each part decoded and matched on
+// whichever thread takes it, the parts correlated in input order on the caller's thread.
+//
+// A batch ends at the first line start at or after each multiple of the batch size at which the stream's decoder
+// holds nothing open; that depends only on the bytes, so the batches — and what the correlator sees — are the same
+// for one thread or many. A part starts at such a line start too, decoded by a decoder of its own that starts there.
+// The decoder of the part before it may have had a line open there (a CRI 'P' line or a docker partial continued past
+// it): that part then ended later, and the part after it is decoded again from where it really begins.
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "faultline/replay.hpp"
+
+namespace faultline {
+
+namespace {
+
+constexpr std::size_t kBatchesPerPart = 16;
+constexpr std::size_t kDetectBytes = std::size_t{1} << 20;
+
+// The first line start at or after `from` (after a '\n', or the start); the end of `bytes` if there is none.
+std::size_t line_start_from(std::string_view bytes, std::size_t from) {
+  if (from >= bytes.size()) return bytes.size();
+  if (from == 0 || bytes[from - 1] == '\n') return from;
+  const void* nl = std::memchr(bytes.data() + from, '\n', bytes.size() - from);
+  return nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) + 1 : bytes.size();
+}
+
+// The container format the start of an input shows (auto_detect when its first 1 MiB decides nothing).
+ContainerFormat detect_format(const WholeInput& in, const DecodeOptions& options) {
+  if (options.format != ContainerFormat::auto_detect) return options.format;
+  Decoder decoder(in.stream, options);
+  RecordBatch ignored;
+  const std::size_t limit = std::min(in.bytes.size(), kDetectBytes);
+  for (std::size_t at = 0; at < limit && decoder.format() == ContainerFormat::auto_detect;) {
+    const std::size_t n = std::min<std::size_t>(limit - at, 64 * 1024);
+    decoder.feed(in.bytes.substr(at, n), in.read_time, ignored, /*in_place=*/true);
+    ignored.clear();
+    at += n;
+  }
+  return decoder.format();
+}
+
+struct Part {
+  std::size_t input = 0;
+  std::size_t begin = 0;  // a line start, where the part is decoded from
+  std::size_t stop = 0;   // the part's last batch is the one that ends at or after this
+  bool first = false;     // the input's first part (decoded with the stream's own options: it detects the format)
+};
+
+struct PartResult {
+  std::size_t begin = 0;
+  std::size_t end = 0;        // where its last batch ends
+  std::uint64_t lines = 0;    // physical lines in [begin, end)
+  std::vector<MatchedBatch> batches;
+};
+
+// Decodes and matches parts on one thread.
+class PartMatcher {
+ public:
+  PartMatcher(std::shared_ptr<const CompiledRules> rules, std::size_t batch_bytes)
+      : scanner_(std::move(rules)), batch_bytes_(batch_bytes) {}
+
+  PartResult run(const WholeInput& in, const DecodeOptions& options, std::size_t begin, std::size_t stop) {
+    const std::string_view bytes = in.bytes;
+    PartResult r;
+    r.begin = begin;
+    Decoder decoder(in.stream, options);
+    decoder.resume_at(begin, 1);
+    std::size_t pos = begin;
+    while (pos < bytes.size() && pos < stop) {
+      MatchedBatch m;
+      std::size_t end = line_start_from(bytes, (pos / batch_bytes_ + 1) * batch_bytes_);
+      decoder.feed(bytes.substr(pos, end - pos), in.read_time, m.batch, /*in_place=*/true);
+      // A line left open (continued by the next) goes on into this batch, line by line, until nothing is open.
+      while (end < bytes.size() && decoder.has_partial()) {
+        const std::size_t next = line_start_from(bytes, end + 1);
+        decoder.feed(bytes.substr(end, next - end), in.read_time, m.batch, /*in_place=*/true);
+        end = next;
+      }
+      if (end >= bytes.size()) decoder.flush(in.read_time, m.batch);  // a last line without its newline
+      m.bytes = end - pos;
+      scanner_.scan(m.batch, m.hits, m.anchors);
+      r.batches.push_back(std::move(m));
+      pos = end;
+    }
+    r.end = pos;
+    r.lines = decoder.committed_line() - 1;
+    return r;
+  }
+
+ private:
+  Scanner scanner_;
+  std::size_t batch_bytes_;
+};
+
+}  // namespace
+
+void Replay::feed_whole(const std::vector<WholeInput>& inputs, unsigned threads) {
+  threads = std::max(threads, 1u);
+  const std::size_t part_bytes = batch_bytes_ * kBatchesPerPart;
+
+  // The parts, in input order. Parts after an input's first are decoded with the format its start shows; where that
+  // start decides none, the input is one part.
+  std::vector<DecodeOptions> first_options(inputs.size());
+  std::vector<DecodeOptions> later_options(inputs.size());
+  std::vector<Part> parts;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const WholeInput& in = inputs[i];
+    first_options[i] = pipeline_.decode_options(in.stream);
+    later_options[i] = first_options[i];
+    later_options[i].format = detect_format(in, first_options[i]);
+    const bool one_part = later_options[i].format == ContainerFormat::auto_detect;
+    std::size_t begin = 0;
+    for (std::size_t k = 1;; ++k) {
+      const std::size_t stop = one_part ? in.bytes.size() : k * part_bytes;
+      parts.push_back(Part{i, begin, stop, begin == 0});
+      if (stop >= in.bytes.size()) break;
+      begin = line_start_from(in.bytes, stop);
+      if (begin >= in.bytes.size()) break;
+    }
+  }
+
+  struct Shared {
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::size_t next = 0;      // the next part to take
+    std::size_t consumed = 0;  // parts correlated
+    std::vector<std::optional<PartResult>> results;
+    std::exception_ptr error;
+    bool stopping = false;
+  } shared;
+  shared.results.resize(parts.size());
+  // Parts taken ahead of the one being correlated: bounds the memory held by matched batches.
+  const std::size_t window = 2 * static_cast<std::size_t>(threads) + 2;
+  const auto can_take = [&] { return shared.next < parts.size() && shared.next < shared.consumed + window; };
+  const auto run_part = [&](PartMatcher& matcher, std::size_t k) {
+    const Part& p = parts[k];
+    return matcher.run(inputs[p.input], p.first ? first_options[p.input] : later_options[p.input], p.begin, p.stop);
+  };
+  // Takes one part if one may be taken (the lock held on entry and on return); false if none.
+  const auto work_once = [&](PartMatcher& matcher, std::unique_lock<std::mutex>& lock) {
+    if (shared.stopping || shared.error || !can_take()) return false;
+    const std::size_t k = shared.next++;
+    lock.unlock();
+    std::optional<PartResult> result;
+    std::exception_ptr error;
+    try {
+      result = run_part(matcher, k);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    if (error && !shared.error) shared.error = error;
+    shared.results[k] = std::move(result);
+    shared.changed.notify_all();
+    return true;
+  };
+
+  std::vector<std::thread> workers;
+  const auto stop_workers = [&] {
+    {
+      std::lock_guard<std::mutex> lock(shared.mutex);
+      shared.stopping = true;
+    }
+    shared.changed.notify_all();
+    for (auto& t : workers) t.join();
+    workers.clear();
+  };
+  const std::size_t helpers = std::min<std::size_t>(threads - 1, parts.size() > 0 ? parts.size() - 1 : 0);
+  try {
+    for (std::size_t t = 0; t < helpers; ++t) {
+      workers.emplace_back([&] {
+        PartMatcher matcher(rules_, batch_bytes_);
+        std::unique_lock<std::mutex> lock(shared.mutex);
+        while (!shared.stopping && !shared.error && shared.next < parts.size()) {
+          if (!work_once(matcher, lock)) shared.changed.wait(lock);
+        }
+      });
+    }
+
+    PartMatcher own(rules_, batch_bytes_);
+    std::size_t expected = 0;     // where the input's next part must begin
+    std::uint64_t lines = 0;      // physical lines of the input before it
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      PartResult r;
+      {
+        std::unique_lock<std::mutex> lock(shared.mutex);
+        while (!shared.results[k] && !shared.error) {
+          if (!work_once(own, lock)) shared.changed.wait(lock);
+        }
+        if (shared.error) std::rethrow_exception(shared.error);
+        r = std::move(*shared.results[k]);
+        shared.results[k].reset();
+        shared.consumed = k + 1;
+      }
+      shared.changed.notify_all();
+
+      const Part& p = parts[k];
+      const WholeInput& in = inputs[p.input];
+      if (p.first) {
+        start(in.read_time);
+        expected = 0;
+        lines = 0;
+      }
+      // The part before ran on past this one's start (a line open there): this one begins where that one ended.
+      if (r.begin != expected) r = own.run(in, p.first ? first_options[p.input] : later_options[p.input], expected, p.stop);
+      for (auto& m : r.batches) {
+        m.lines_before = lines;
+        pipeline_.correlate(m);
+      }
+      if (in.done && r.end > expected) in.done(expected, r.end);
+      expected = r.end;
+      lines += r.lines;
+    }
+  } catch (...) {
+    stop_workers();
+    throw;
+  }
+  stop_workers();
+}
+
+}  // namespace faultline
