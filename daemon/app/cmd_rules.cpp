@@ -49,6 +49,7 @@ std::string catalog_table(const RuleSet& rules, bool markdown) {
 }  // namespace
 
 int cmd_rules(const Args& args) {
+  if (!args.empty() && args[0] == "draft") return cmd_rules_draft(Args(args.begin() + 1, args.end()));
   bool markdown = false;
   std::vector<std::string> paths;
   cli::Parser cli("rules list", "Lists the loaded rules: id, severity and title, highest priority first.");

@@ -9,8 +9,13 @@
 #include <optional>
 #include <vector>
 
+#include "faultline/decode.hpp"
 #include "faultline/incident.hpp"
 #include "faultline/types.hpp"
+
+namespace faultline {
+class Replay;
+}
 
 namespace faultline::app {
 
@@ -50,5 +55,11 @@ class ScanInput {
   std::size_t window_len_ = 0;
   std::vector<char> buffer_;
 };
+
+// Feeds all of `in` to `replay` as `stream`, read at the time of the input's first timestamp (looked for in its first
+// 1000 lines or 1 MiB, decoded with `decode`), so that the lines before it take that time; an input that prints none
+// so early is read at `read_time`. `scan`, `fingerprints` and `rules draft` stamp untimed lines the same way with it.
+// Returns false when the input could not be read to its end (in.error() says why). Defined in input_clock.cpp.
+bool feed_input(Replay& replay, std::uint32_t stream, ScanInput& in, const DecodeOptions& decode, Time read_time);
 
 }  // namespace faultline::app

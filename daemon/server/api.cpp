@@ -339,6 +339,10 @@ HttpResponse handle_request(const HttpRequest& request, const ApiContext& ctx, s
     out["rules"] = std::move(rules);
     return json_response(200, out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
+  if (path == "/api/v1/fingerprints") {
+    set_handler("fingerprints");
+    return json_response(200, ctx.fingerprints ? ctx.fingerprints() : R"({"count":0,"fingerprints":[]})");
+  }
   set_handler("not_found");
   return error_response(404, "not found");
 }

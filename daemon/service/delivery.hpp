@@ -19,6 +19,7 @@
 
 namespace faultline {
 struct Config;
+struct FingerprintEntry;
 struct RuleSet;
 class JsonLinesSink;
 class Redactor;
@@ -64,6 +65,8 @@ class Delivery {
   bool wait_for_space(Duration max);
   void set_ready(std::string_view component, bool ok);
   void update_rules(const RuleSet& rules);
+  // The detector's inventory, as GET /api/v1/fingerprints serves it from now on (redacted here).
+  void publish_fingerprints(std::vector<FingerprintEntry> inventory);
   std::string listen_address() const;
 
   // Stops the server, lets the sinks deliver until `grace` passes, stops the io thread.

@@ -75,6 +75,7 @@ struct Service::Impl {
   bool stopped = false;
   std::uint64_t fds_version = 0;
   bool fds_stdin_finished = false;
+  std::uint64_t fingerprints_published = 0;  // the detector's inventory_version() last published to the API
 
   Impl(Config c, Clock* clk) : config(std::move(c)), clock(clk ? *clk : system_clock) {
     stdin_only = std::all_of(config.sources.begin(), config.sources.end(),
@@ -151,6 +152,7 @@ struct Service::Impl {
     PipelineOptions options = config.pipeline;
     // Live: the steady clock bounds the holds too (a stream whose time lags never keeps one back).
     options.correlator.holds_bounded_by_wall = true;
+    options.fingerprint.clock = &clock;  // a story ends after wall-clock silence too (Pipeline::tick)
     pipeline = std::make_unique<Pipeline>(rules, [this](const Incident& inc) { emit(inc); }, options);
     if (checkpoint && !checkpoint->correlator_state.empty()) {
       if (auto loaded = pipeline->load_state(checkpoint->correlator_state); !loaded)
@@ -232,6 +234,10 @@ struct Service::Impl {
 
   void publish_totals() {
     collector->publish(gather_totals(*adapter, *tailer, *pipeline, config, attribution, true));
+    if (pipeline->detector().inventory_version() != fingerprints_published) {
+      fingerprints_published = pipeline->detector().inventory_version();
+      delivery.publish_fingerprints(pipeline->detector().inventory());
+    }
   }
 
   void replace_rules(std::shared_ptr<const CompiledRules> next) {

@@ -1,5 +1,5 @@
-// server: the HTTP face of the daemon — /metrics, /healthz, /readyz, /api/v1/incidents[/<id>], /api/v1/rules and a
-// small incident page at /. The routing and rendering are plain functions over plain values (handle_request, no
+// server: the HTTP face of the daemon — /metrics, /healthz, /readyz, /api/v1/incidents[/<id>], /api/v1/rules,
+// /api/v1/fingerprints and a small incident page at /. The routing and rendering are plain functions over plain values (handle_request, no
 // Boost); `Server` runs the Beast listener that feeds them on the daemon's io thread (io_thread.hpp). The server reads
 // incidents through an IncidentView and the daemon's readiness and rules through a ServerStatus; it knows nothing of
 // the sinks. handle_request runs on the io thread (the view belongs to it); ServerStatus is thread-safe.
@@ -103,6 +103,7 @@ struct ApiContext {
   Metrics* metrics = nullptr;
   std::function<std::vector<ReadinessItem>()> readiness;
   std::function<std::vector<RuleInfo>()> rules;
+  std::function<std::string()> fingerprints;  // the body of /api/v1/fingerprints (fingerprint.hpp, inventory_json)
   std::string api_token;     // empty: the API is open
   std::string external_url;  // base for links on the page
   std::string version;
