@@ -76,7 +76,8 @@ constexpr std::array<std::string_view, kStoryAnchorCount> kAnchorPatterns{
     R"(CUBLAS_STATUS_[A-Z]|CUDNN_STATUS_[A-Z])",
     R"(panic: )",
     R"(' panicked at )",
-    R"(exited with code -?[1-9]|exitcode:? ?-?[1-9]|exit status -?[1-9]|exit code:? -?[1-9]|The program will terminate)",
+    R"(exited with code -?[1-9]|exitcode:? ?-?[1-9]|exit status -?[1-9]|exit code:? -?[1-9])"
+    R"(|The program will terminate)",
     R"(\[Errno [0-9]+\] )",
     R"([A-Za-z0-9](Error|Exception|Failed|Failure): |\.OutOfResources: )",
 };
