@@ -27,7 +27,8 @@ constexpr std::array kCommands{
             faultline::app::cmd_fingerprints},
     Command{"check", "validate rule files and compile their patterns", faultline::app::cmd_check},
     Command{"test", "run the tests of rule files", faultline::app::cmd_test},
-    Command{"rules", "list the loaded rules (rules list [--markdown]) or show one (rules show ID)", faultline::app::cmd_rules},
+    Command{"rules", "list the loaded rules (rules list [--markdown]), show one (rules show ID), or draft one from a failure (rules draft --from ...)",
+            faultline::app::cmd_rules},
     Command{"version", "print the version", faultline::app::cmd_version},
 };
 

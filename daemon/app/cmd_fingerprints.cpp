@@ -2,7 +2,6 @@
 // printed: every fingerprint with its template, count, first and last sight, streams, an example, and the rule that
 // claims it (none: it is an unclassified failure).
 #include <iostream>
-#include <nlohmann/json.hpp>
 
 #include "cli.hpp"
 #include "commands.hpp"
@@ -41,26 +40,6 @@ cli::Parser fingerprints_parser(FingerprintFlags& f) {
   return cli;
 }
 
-nlohmann::json entry_json(const FingerprintEntry& e) {
-  nlohmann::json j;
-  j["fingerprint"] = e.fingerprint;
-  j["type"] = sanitize_utf8(e.type);
-  j["template"] = sanitize_utf8(e.message_template);
-  j["count"] = e.count;
-  j["first_seen"] = format_time(e.first_seen);
-  j["last_seen"] = format_time(e.last_seen);
-  nlohmann::json streams = nlohmann::json::array();
-  for (const auto& s : e.streams) streams.push_back(sanitize_utf8(s));
-  j["streams"] = streams;
-  nlohmann::json example = nlohmann::json::array();
-  for (const auto& l : e.example) example.push_back(sanitize_utf8(l));
-  j["example"] = example;
-  j["claimed_by"] = e.claimed_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.claimed_by);
-  j["below_error"] = e.below_error;
-  j["severity"] = std::string(to_string(e.severity));
-  return j;
-}
-
 }  // namespace
 
 int cmd_fingerprints(const Args& args) {
@@ -81,10 +60,12 @@ int cmd_fingerprints(const Args& args) {
       std::cerr << "faultline fingerprints: cannot open " << input << ": " << in.error() << "\n";
       return 2;
     }
-    replay.start(input_read_time(input, f.now));
-    const std::uint32_t stream = replay.add_stream(input_identity(input), decode);
-    std::string_view piece;
-    while (in.next(piece)) replay.feed(stream, piece);
+    // One clock per file, started at its first timestamp, as `scan` does.
+    const Time read_time = input_read_time(input, f.now);
+    DecodeOptions stream_decode = decode;
+    stream_decode.time.reference = read_time;  // times printed without a year
+    const std::uint32_t stream = replay.add_stream(input_identity(input), stream_decode);
+    feed_input(replay, stream, in, stream_decode, read_time);
     if (!in.ok()) {
       std::cerr << "faultline fingerprints: cannot read " << input << ": " << in.error() << "\n";
       return 2;
@@ -99,7 +80,7 @@ int cmd_fingerprints(const Args& args) {
     const bool raised = e.claimed_by.empty() && !e.below_error;
     unclassified += raised ? 1 : 0;
     if (f.json) {
-      std::cout << entry_json(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      std::cout << fingerprint_json(e) << "\n";
       continue;
     }
     std::cout << e.fingerprint << "  " << e.count << "x  " << sanitize_utf8(e.type);

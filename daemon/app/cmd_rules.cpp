@@ -169,6 +169,7 @@ int cmd_rules_show(const Args& args) {
 
 int cmd_rules(const Args& args) {
   if (!args.empty() && args[0] == "show") return cmd_rules_show(Args(args.begin() + 1, args.end()));
+  if (!args.empty() && args[0] == "draft") return cmd_rules_draft(Args(args.begin() + 1, args.end()));
   bool markdown = false;
   std::vector<std::string> paths;
   cli::Parser cli("rules list", "Lists the loaded rules: id, severity and title, highest priority first. "

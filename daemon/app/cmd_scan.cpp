@@ -103,33 +103,6 @@ cli::Parser scan_parser(ScanFlags& f) {
   return cli;
 }
 
-// Lines before a file's first timestamp take that time (a log often starts with lines that print none: warnings, a
-// banner), looked for this far ahead; a file that prints none so early is read at its read time (mtime or --now).
-constexpr std::size_t kLookAheadLines = 1000;
-constexpr std::size_t kLookAheadBytes = std::size_t{1} << 20;
-
-bool enough_to_look_at(std::string_view head) {
-  if (head.size() >= kLookAheadBytes) return true;
-  std::size_t lines = 0;
-  for (std::size_t p = head.find('\n'); p != std::string_view::npos; p = head.find('\n', p + 1)) {
-    if (++lines >= kLookAheadLines) return true;
-  }
-  return false;
-}
-
-// The time the first line of `head` that prints one prints (within the look-ahead), decoded as the stream will be.
-std::optional<Time> first_time_in(std::string_view head, const DecodeOptions& decode, Time read_time) {
-  head = head.substr(0, std::min(head.size(), kLookAheadBytes));
-  Decoder decoder(0, decode);
-  RecordBatch batch;
-  decoder.feed(head, read_time, batch);
-  decoder.flush(read_time, batch);
-  for (std::size_t i = 0; i < batch.size() && i < kLookAheadLines; ++i) {
-    if (batch[i].time_from_log) return batch[i].time;
-  }
-  return std::nullopt;
-}
-
 void print_summary(const Replay& replay, const CompiledRules& compiled, double seconds) {
   const auto& incidents = replay.incidents();
   std::size_t firing = 0;
@@ -157,33 +130,7 @@ bool scan_stream(Replay& replay, const std::string& input, const DecodeOptions& 
   stream_decode.time.reference = read_time;  // times printed without a year
   const std::uint32_t stream = replay.add_stream(input_identity(input), stream_decode);
   // What is fed is read at the time of the file's first timestamp, so the lines before it take that time.
-  std::string head;  // the first pieces, copied while they are too short to look ahead in
-  bool started = false;
-  auto begin = [&](std::string_view look) {
-    replay.start(first_time_in(look, stream_decode, read_time).value_or(read_time));
-    started = true;
-  };
-  std::string_view piece;
-  while (in.next(piece)) {
-    shown.update(in.consumed(), in.size(), replay.stats().lines);
-    if (started) {
-      replay.feed(stream, piece);
-    } else if (head.empty() && enough_to_look_at(piece)) {
-      begin(piece);
-      replay.feed(stream, piece);
-    } else {
-      head.append(piece);
-      if (enough_to_look_at(head)) {
-        begin(head);
-        replay.feed(stream, head);
-        std::string().swap(head);
-      }
-    }
-  }
-  if (!started) {
-    begin(head);
-    replay.feed(stream, head);
-  }
+  feed_input(replay, stream, in, stream_decode, read_time, &shown);
   shown.done();
   if (!in.ok()) {
     std::cerr << "faultline scan: cannot read " << input << ": " << in.error() << "\n";

@@ -11,6 +11,7 @@ int cmd_fingerprints(const Args& args);
 int cmd_check(const Args& args);
 int cmd_test(const Args& args);
 int cmd_rules(const Args& args);
+int cmd_rules_draft(const Args& args);  // `rules draft` (cmd_rules_draft.cpp)
 int cmd_version(const Args& args);
 
 }  // namespace faultline::app

@@ -13,8 +13,13 @@
 #include <optional>
 #include <vector>
 
+#include "faultline/decode.hpp"
 #include "faultline/incident.hpp"
 #include "faultline/types.hpp"
+
+namespace faultline {
+class Replay;
+}
 
 namespace faultline::app {
 
@@ -132,5 +137,17 @@ class MappedFile {
   void* data_ = nullptr;
   std::size_t size_ = 0;
 };
+
+// Feeds all of `in` to `replay` as `stream`, read at the time of the input's first timestamp (looked for in its first
+// 1000 lines or 1 MiB, decoded with `decode`), so that the lines before it take that time; an input that prints none
+// so early is read at `read_time`. `scan`, `fingerprints` and `rules draft` stamp untimed lines the same way with it.
+// `progress`, when given, is updated after each piece. Returns false when the input could not be read to its end
+// (in.error() says why). Defined in input_clock.cpp.
+bool feed_input(Replay& replay, std::uint32_t stream, ScanInput& in, const DecodeOptions& decode, Time read_time,
+                ScanProgress* progress = nullptr);
+
+// The time the first line of `head` that prints one prints (within that look-ahead), decoded as the stream will be;
+// `scan` uses it for a file it maps whole.
+std::optional<Time> first_time_in(std::string_view head, const DecodeOptions& decode, Time read_time);
 
 }  // namespace faultline::app

@@ -112,6 +112,7 @@ struct OpenStory {
   std::string context_text;
   std::string instance;
   Time last_time{};
+  std::chrono::steady_clock::time_point last_read{};  // when its last line was read (options.clock)
   std::uint64_t prior_claim = 0;  // the stream's last claimed line when the story opened
   std::int32_t prior_claim_rule = -1;
 };
@@ -151,6 +152,7 @@ struct Detector::Impl {
   std::unordered_map<std::string, Incident> book;  // logical stream + fingerprint → latest revision
   std::deque<std::string> book_order;
   std::vector<std::uint32_t> touched;
+  std::uint64_t inventory_version = 0;
 
   StreamState& stream(std::uint32_t index) {
     if (index >= streams.size()) streams.resize(index + 1);
@@ -194,6 +196,7 @@ struct Detector::Impl {
 
   void append(OpenStory& story, StoryLine line, bool relevant) {
     story.last_time = std::max(story.last_time, line.time);
+    story.last_read = options.clock->steady();
     if (story.lines.size() >= options.max_story_lines) {
       // Keep the beginning (the first traceback's head) and the latest lines.
       story.lines.erase(story.lines.begin() + 32);
@@ -340,6 +343,7 @@ struct Detector::Impl {
     }
 
     FingerprintEntry& entry = record(sig, story, st, claimed, quiet);
+    if (options.on_story) report(st, story, sig, claimed, quiet, level, texts);
     if (claimed >= 0) {
       ++stats.claimed;
       return;
@@ -357,14 +361,32 @@ struct Detector::Impl {
       if (it->second.severity) severity = *it->second.severity;
     }
     entry.severity = std::max(entry.severity, severity);
+    ++inventory_version;
     ++stats.raised;
     raise(st, story, sig, severity, out);
+  }
+
+  void report(const StreamState& st, const OpenStory& story, const FailureSignature& sig, std::int32_t claimed,
+              bool quiet, Level level, const std::vector<std::string_view>& texts) const {
+    ClosedStory closed;
+    closed.signature = sig;
+    for (std::size_t k = 0; k < story.lines.size(); ++k) {
+      const StoryLine& l = story.lines[k];
+      closed.lines.push_back(EvidenceLine{st.identity.name, l.line, l.offset, l.time,
+                                          k == sig.terminal_index ? "terminal" : l.event, l.text,
+                                          l.text.size() >= kMaxEvidenceText});
+    }
+    if (claimed >= 0) closed.claimed_by = rules->rule(static_cast<std::uint32_t>(claimed)).id;
+    closed.below_error = quiet;
+    closed.severity = severity_of(story, sig, level, texts);
+    options.on_story(closed);
   }
 
   FingerprintEntry& record(const FailureSignature& sig, const OpenStory& story, const StreamState& st,
                            std::int32_t claimed, bool quiet) {
     auto [it, first] = inventory.try_emplace(sig.fingerprint);
     FingerprintEntry& e = it->second;
+    ++inventory_version;
     if (first) {
       inventory_order.push_back(sig.fingerprint);
       e.fingerprint = sig.fingerprint;
@@ -480,7 +502,10 @@ struct Detector::Impl {
         inc.last_seen = std::max(inc.last_seen, line.time);
         inc.read_at = options.clock->steady();
         ++stats.incidents[static_cast<std::size_t>(Severity::critical)];
-        if (auto e = inventory.find(inc.fingerprint); e != inventory.end()) e->second.severity = Severity::critical;
+        if (auto e = inventory.find(inc.fingerprint); e != inventory.end()) {
+          e->second.severity = Severity::critical;
+          ++inventory_version;
+        }
         out.push_back(inc);
       }
     }
@@ -572,6 +597,15 @@ struct Detector::Impl {
     }
   }
 
+  // Wall-clock silence: a story whose stream printed nothing more for linger_time is closed, whatever the times its
+  // lines carry (a process that died with its traceback prints nothing after it).
+  void tick(std::vector<Incident>& out) {
+    const auto now = options.clock->steady();
+    for (auto& st : streams) {
+      if (st.story && st.story->last_read + options.linger_time < now) close(st, out);
+    }
+  }
+
   void finish(std::vector<Incident>& out) {
     for (auto& st : streams) {
       if (st.story) close(st, out);
@@ -619,6 +653,9 @@ void Detector::process(const RecordBatch& batch, const std::vector<AnchorHit>& a
 void Detector::advance(Time now, std::vector<Incident>& out) {
   if (impl_->options.enabled) impl_->advance(now, out);
 }
+void Detector::tick(std::vector<Incident>& out) {
+  if (impl_->options.enabled) impl_->tick(out);
+}
 void Detector::finish(std::vector<Incident>& out) {
   if (impl_->options.enabled) impl_->finish(out);
 }
@@ -631,6 +668,7 @@ std::vector<FingerprintEntry> Detector::inventory() const {
   return out;
 }
 std::size_t Detector::distinct() const { return impl_->inventory.size(); }
+std::uint64_t Detector::inventory_version() const { return impl_->inventory_version; }
 const DetectorStats& Detector::stats() const { return impl_->stats; }
 
 }  // namespace faultline

@@ -448,7 +448,8 @@ FailureSignature signature_of(const std::vector<std::string_view>& raw) {
     if (in_traceback && indented) continue;  // source lines and carets of a frame
     if (!in_traceback && !indented) {
       // An exception's last line whose traceback was not logged (or was cut from an excerpt).
-      if (auto ex = exception_line(t); ex && !ex->second.empty() && !fingerprint_detail::exception_class(t).empty()) {
+      if (auto ex = exception_line(t);
+          ex && (!ex->second.empty() || t.back() == ':') && !fingerprint_detail::exception_class(t).empty()) {
         offer(2, i, std::string(ex->first), ex->second, {});
         continue;
       }
@@ -528,8 +529,13 @@ FailureSignature signature_of(const std::vector<std::string_view>& raw) {
       offer(1, i, "signal", "Bus error", {});
       continue;
     }
+    if (t.find("SIGILL") != std::string_view::npos || t.find("Illegal instruction") != std::string_view::npos) {
+      offer(1, i, "signal", "Illegal instruction", {});
+      continue;
+    }
     if (t.find("exit status") != std::string_view::npos || t.find("exited with code") != std::string_view::npos ||
-        t.find("exitcode") != std::string_view::npos || t.find("exit code") != std::string_view::npos) {
+        t.find("exitcode") != std::string_view::npos || t.find("exit code") != std::string_view::npos ||
+        t.find("The program will terminate") != std::string_view::npos) {
       offer(0, i, "exit", t, {});
       continue;
     }

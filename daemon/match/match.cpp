@@ -81,7 +81,8 @@ constexpr std::array<std::string_view, kStoryAnchorCount> kAnchorPatterns{
     R"(CUBLAS_STATUS_[A-Z]|CUDNN_STATUS_[A-Z])",
     R"(panic: )",
     R"(' panicked at )",
-    R"(exited with code -?[1-9]|exitcode:? ?-?[1-9]|exit status -?[1-9]|exit code:? -?[1-9])",
+    R"(exited with code -?[1-9]|exitcode:? ?-?[1-9]|exit status -?[1-9]|exit code:? -?[1-9])"
+    R"(|The program will terminate)",
     R"(\[Errno [0-9]+\] )",
     R"([A-Za-z0-9](Error|Exception|Failed|Failure): |\.OutOfResources: )",
 };
@@ -401,9 +402,9 @@ void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out, std::vector<
     std::uint8_t mask = compiled.level_mask[c.expr];
     if (mask != 0xff && !(mask & (1u << static_cast<unsigned>(batch.level(c.record))))) {
       if (s.level_filtered) {
-        const RE2* re = compiled.confirm[c.expr].get();
+        const RE2* re = compiled.confirm[c.expr] != 0 ? compiled.regex_for(c.expr).re.get() : nullptr;
         std::string_view text = batch.text(c.record);
-        if (!re || RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), *re)) {
+        if (!re || (re->ok() && RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), *re))) {
           s.level_filtered(batch, c.record, compiled.ids[c.expr]);
         }
       }

@@ -159,6 +159,7 @@ void Pipeline::advance(Time now) {
 void Pipeline::tick(Time wall_now) {
   impl_->drain();
   impl_->correlator.tick(wall_now, impl_->incidents);
+  impl_->detector.tick(impl_->incidents);
   impl_->deliver();
 }
 

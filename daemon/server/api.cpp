@@ -394,6 +394,10 @@ HttpResponse handle_request(const HttpRequest& request, const ApiContext& ctx, s
     set_handler("events");
     return server_detail::event_stream(ctx);
   }
+  if (path == "/api/v1/fingerprints") {
+    set_handler("fingerprints");
+    return json_response(200, ctx.fingerprints ? ctx.fingerprints() : R"({"count":0,"fingerprints":[]})");
+  }
   set_handler("not_found");
   return error_response(404, "not found");
 }

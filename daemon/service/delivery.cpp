@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "faultline/config.hpp"
+#include "faultline/fingerprint.hpp"
 #include "faultline/io_thread.hpp"
 #include "faultline/server.hpp"
 #include "faultline/sinks.hpp"
@@ -24,6 +25,7 @@ struct Delivery::Parts {
   std::shared_ptr<Metrics> metrics;
   IoThread io;
   ServerStatus status;
+  InventoryBoard fingerprints;  // the pipeline thread publishes, the server reads
   IncidentStore store;
   Dispatcher dispatcher;
   std::unique_ptr<Server> server;
@@ -109,6 +111,7 @@ Result<void> Delivery::start(const Config& config, const std::string& state_dir,
     api.version = std::string(faultline_version());
     api.clock = &clock;
     use_status(api, p.status);
+    api.fingerprints = [&board = p.fingerprints] { return inventory_json(*board.latest()); };
     p.server = std::make_unique<Server>(server_options, std::move(api), p.io, *p.metrics);
     if (auto started = p.server->start(); !started) return fail(started.error());
     listen_address = p.server->listen_address();
@@ -220,6 +223,17 @@ void Delivery::update_rules(const RuleSet& rules) {
 }
 void Delivery::update_activity(ReadingActivity activity) {
   if (parts_) parts_->status.set_activity(std::move(activity));
+}
+
+void Delivery::publish_fingerprints(std::vector<FingerprintEntry> inventory) {
+  if (!parts_) return;
+  // Redacted as incidents are: the examples are log lines.
+  for (auto& e : inventory) {
+    if (!redactor_) break;
+    e.message_template = redactor_->redact(e.message_template);
+    for (auto& line : e.example) line = redactor_->redact(line);
+  }
+  parts_->fingerprints.publish(std::move(inventory));
 }
 std::string Delivery::listen_address() const {
   return parts_ && parts_->server ? parts_->server->listen_address() : std::string();

@@ -20,6 +20,7 @@
 
 namespace faultline {
 struct Config;
+struct FingerprintEntry;
 struct RuleSet;
 class JsonLinesSink;
 class Redactor;
@@ -72,6 +73,8 @@ class Delivery {
   void update_rules(const RuleSet& rules);
   // What the page's header shows: files followed, lines read, event matches by rule.
   void update_activity(ReadingActivity activity);
+  // The detector's inventory, as GET /api/v1/fingerprints serves it from now on (redacted here).
+  void publish_fingerprints(std::vector<FingerprintEntry> inventory);
   std::string listen_address() const;
 
   // Stops the server, lets the sinks deliver until `grace` passes, stops the io thread.

@@ -80,6 +80,7 @@ struct Service::Impl {
   std::optional<StartAt> start_at_flag;
   // No file matches the sources' globs: warned at the first look, then at most this often while it stays so.
   Steady next_no_match_warning{};
+  std::uint64_t fingerprints_published = 0;  // the detector's inventory_version() last published to the API
 
   Impl(Config c, Clock* clk) : config(std::move(c)), clock(clk ? *clk : system_clock) {
     stdin_only = std::all_of(config.sources.begin(), config.sources.end(),
@@ -164,6 +165,7 @@ struct Service::Impl {
     PipelineOptions options = config.pipeline;
     // Live: the steady clock bounds the holds too (a stream whose time lags never keeps one back).
     options.correlator.holds_bounded_by_wall = true;
+    options.fingerprint.clock = &clock;  // a story ends after wall-clock silence too (Pipeline::tick)
     pipeline = std::make_unique<Pipeline>(rules, [this](const Incident& inc) { emit(inc); }, options);
     if (checkpoint && !checkpoint->correlator_state.empty()) {
       if (auto loaded = pipeline->load_state(checkpoint->correlator_state); !loaded)
@@ -276,6 +278,10 @@ struct Service::Impl {
     auto totals = gather_totals(*adapter, *tailer, *pipeline, config, attribution, true);
     publish_activity(totals);
     collector->publish(std::move(totals));
+    if (pipeline->detector().inventory_version() != fingerprints_published) {
+      fingerprints_published = pipeline->detector().inventory_version();
+      delivery.publish_fingerprints(pipeline->detector().inventory());
+    }
   }
 
   // For the page: files followed, lines read and when the last one came, event matches by rule.

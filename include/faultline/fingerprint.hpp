@@ -9,7 +9,9 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -61,6 +63,16 @@ struct FingerprintOverride {
   std::string why;
 };
 
+// A story as it closed: what `faultline rules draft` builds a rule from. The lines are the story's (up to its last
+// relevant line), with their positions; `event` is "terminal" on the terminal line.
+struct ClosedStory {
+  FailureSignature signature;
+  std::vector<EvidenceLine> lines;
+  std::string claimed_by;  // the rule that claims it; empty: none
+  bool below_error = false;
+  Severity severity = Severity::warning;  // as it would be raised (before overrides)
+};
+
 struct DetectorOptions {
   bool enabled = true;
   std::size_t max_story_lines = 400;   // a longer story keeps its first and last lines
@@ -70,6 +82,8 @@ struct DetectorOptions {
   std::size_t max_fingerprints = 4096;   // inventory and incident book bound; the oldest entry is dropped beyond it
   std::vector<FingerprintOverride> overrides;
   const Clock* clock = &SystemClock::instance();  // stamps Incident::read_at; must outlive the detector
+  // Every story as it closes (claimed, quiet or raised; not the consequences of another), on the detector's thread.
+  std::function<void(const ClosedStory&)> on_story;
 };
 
 // One fingerprint of the inventory.
@@ -118,17 +132,40 @@ class Detector {
                std::vector<Incident>& out);
   // Event time moved to `now`: stories quiet for linger_time are closed.
   void advance(Time now, std::vector<Incident>& out);
+  // Wall time moved on (options.clock): stories whose stream printed nothing for linger_time are closed. The daemon
+  // calls it every tick, so a story that ends a log (a process that died) is raised without another line.
+  void tick(std::vector<Incident>& out);
   // End of input: every open story is closed.
   void finish(std::vector<Incident>& out);
 
   // Every fingerprint seen, in order of first sight.
   std::vector<FingerprintEntry> inventory() const;
   std::size_t distinct() const;
+  // Grows whenever the inventory changes: a reader copies inventory() only when it moved.
+  std::uint64_t inventory_version() const;
   const DetectorStats& stats() const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+// One inventory entry as JSON: the object `faultline fingerprints --json` prints per line and the elements of
+// `GET /api/v1/fingerprints` (docs/fingerprints.md).
+std::string fingerprint_json(const FingerprintEntry& entry);
+// The body of `GET /api/v1/fingerprints`: {"count": N, "fingerprints": [entry, ...]}, in order of first sight.
+std::string inventory_json(const std::vector<FingerprintEntry>& inventory);
+
+// The inventory as another thread reads it (the daemon's HTTP API): the pipeline thread publishes a copy, readers
+// take the latest. Thread-safe.
+class InventoryBoard {
+ public:
+  void publish(std::vector<FingerprintEntry> inventory);
+  std::shared_ptr<const std::vector<FingerprintEntry>> latest() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::shared_ptr<const std::vector<FingerprintEntry>> latest_ = std::make_shared<std::vector<FingerprintEntry>>();
 };
 
 }  // namespace faultline

@@ -46,7 +46,7 @@ enum class StoryAnchor : std::uint8_t {
   library_status,  // CUBLAS_STATUS_..., CUDNN_STATUS_...
   go_panic,        // panic:
   rust_panic,      // thread '...' panicked at
-  exit_status,     // exited with code N, exitcode N, exit status N (N != 0)
+  exit_status,     // exited with code N, exitcode N, exit status N (N != 0), Ray's "The program will terminate"
   errno_error,     // [Errno N] (only a story where the line is logged as an error)
   exception_line,  // pkg.SomeError: message — a traceback's last line, also when its head was not logged
 };

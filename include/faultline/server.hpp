@@ -1,9 +1,10 @@
 // server: the HTTP face of the daemon — /metrics, /healthz, /readyz, /api/v1/incidents[/<id>], /api/v1/rules,
-// /api/v1/status, the live stream /api/v1/events and the on-call page at / (its HTML, CSS and JS are compiled into the
-// binary). The routing and rendering are plain functions over plain values (handle_request, no Boost); `Server` runs
-// the Beast listener that feeds them on the daemon's io thread (io_thread.hpp). The server reads incidents through an
-// IncidentView and the daemon's readiness, rules and reading activity through a ServerStatus; it knows nothing of the
-// sinks. handle_request runs on the io thread (the view belongs to it); ServerStatus is thread-safe.
+// /api/v1/status, /api/v1/fingerprints, the live stream /api/v1/events and the on-call page at / (its HTML, CSS and
+// JS are compiled into the binary). The routing and rendering are plain functions over plain values (handle_request,
+// no Boost); `Server` runs the Beast listener that feeds them on the daemon's io thread (io_thread.hpp). The server
+// reads incidents through an IncidentView and the daemon's readiness, rules and reading activity through a
+// ServerStatus; it knows nothing of the sinks. handle_request runs on the io thread (the view belongs to it);
+// ServerStatus is thread-safe.
 #pragma once
 
 #include <chrono>
@@ -137,6 +138,7 @@ struct ApiContext {
   std::function<std::vector<ReadinessItem>()> readiness;
   std::function<std::vector<RuleInfo>()> rules;
   std::function<ReadingActivity()> activity;
+  std::function<std::string()> fingerprints;  // the body of /api/v1/fingerprints (fingerprint.hpp, inventory_json)
   std::string api_token;     // empty: the API is open
   std::string external_url;  // base for links on the page
   std::string version;

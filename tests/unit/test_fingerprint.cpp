@@ -441,3 +441,66 @@ TEST_CASE("client disconnects and cancelled requests are not failures", "[finger
   CHECK(inv[0].type == "uvicorn.protocols.utils.ClientDisconnected");
   CHECK(inv[0].below_error);
 }
+
+TEST_CASE("closed stories are reported with their positions; the inventory's JSON and its board", "[fingerprint]") {
+  std::vector<ClosedStory> stories;
+  ReplayOptions options;
+  options.start = at(0);
+  options.pipeline.fingerprint.on_story = [&stories](const ClosedStory& s) { stories.push_back(s); };
+  Replay replay(compile_yaml(kRules), std::move(options));
+  StreamIdentity id;
+  id.name = id.logical = id.instance = "pod-b";
+  DecodeOptions decode;
+  decode.format = ContainerFormat::raw;
+  const std::uint32_t stream = replay.add_stream(id, decode);
+  replay.line(stream, "INFO starting");
+  for (const auto& l : kOld) replay.line(stream, l);
+  // Far enough after the story that the signal is a failure of its own, not that story's consequence.
+  for (int i = 0; i < 60; ++i) replay.line(stream, "INFO serving request " + std::to_string(i));
+  replay.line(stream, "AMX is not ready to be used!");
+  replay.line(stream, "Illegal instruction (core dumped)");
+  replay.finish();
+
+  REQUIRE(stories.size() == 2);
+  const ClosedStory& first = stories[0];
+  CHECK(first.signature.fingerprint == signature_of(views(kOld)).fingerprint);
+  REQUIRE(first.lines.size() == kOld.size());
+  CHECK(first.lines.front().line == 2);  // 1-based, after "INFO starting"
+  CHECK(first.lines.back().event == "terminal");
+  CHECK(first.lines.back().text == kOld.back());
+  CHECK(first.claimed_by.empty());
+  CHECK_FALSE(first.below_error);
+  CHECK(stories[1].signature.type == "signal");
+  CHECK(stories[1].signature.message == "Illegal instruction");
+  CHECK(stories[1].severity == Severity::critical);
+
+  // The inventory as `faultline fingerprints --json` and GET /api/v1/fingerprints show it.
+  const auto inventory = replay.pipeline().detector().inventory();
+  REQUIRE(inventory.size() == 2);
+  const std::string one = fingerprint_json(inventory[0]);
+  CHECK(one.starts_with("{\"fingerprint\":\"" + inventory[0].fingerprint + "\""));
+  for (const char* key : {"\"type\":", "\"template\":", "\"count\":1", "\"first_seen\":", "\"last_seen\":",
+                          "\"streams\":[\"pod-b\"]", "\"example\":[", "\"claimed_by\":null", "\"below_error\":false",
+                          "\"severity\":"})
+    CHECK(one.find(key) != std::string::npos);
+  const std::string all = inventory_json(inventory);
+  CHECK(all.starts_with("{\"count\":2,\"fingerprints\":[" + one + ","));
+  CHECK(inventory_json({}) == "{\"count\":0,\"fingerprints\":[]}");
+
+  InventoryBoard board;
+  CHECK(board.latest()->empty());
+  const std::uint64_t version = replay.pipeline().detector().inventory_version();
+  CHECK(version > 0);
+  board.publish(inventory);
+  CHECK(board.latest()->size() == 2);
+  CHECK(replay.pipeline().detector().inventory_version() == version);  // reading does not move it
+}
+
+TEST_CASE("Ray's own end of the program is an exit line", "[fingerprint]") {
+  const std::vector<std::string> lines = {
+      "[2024-05-26 11:26:16,798 E 177479 178526] gcs_rpc_client.h:554: Failed to connect to GCS within 60 seconds. "
+      "GCS may have been killed. The program will terminate."};
+  const FailureSignature sig = signature_of(views(lines));
+  CHECK(sig.type == "exit");
+  CHECK(sig.message_template.starts_with("Failed to connect to GCS within <num> seconds"));
+}

@@ -505,3 +505,22 @@ TEST_CASE("a port in use is an error at start", "[server][live]") {
   CHECK(started.error().message.find("listen") != std::string::npos);
   first.server.stop();
 }
+
+TEST_CASE("the fingerprint inventory route serves what the context gives, behind the token", "[server]") {
+  Api api;
+  std::string handler;
+  auto empty = handle_request({"GET", "/api/v1/fingerprints", ""}, api.ctx, &handler);
+  CHECK(empty.status == 200);
+  CHECK(handler == "fingerprints");
+  CHECK(nlohmann::json::parse(empty.body) == nlohmann::json::parse(R"({"count":0,"fingerprints":[]})"));
+  api.ctx.fingerprints = [] {
+    return std::string(R"({"count":1,"fingerprints":[{"fingerprint":"0123456789abcdef"}]})");
+  };
+  auto one = api.get("/api/v1/fingerprints/");
+  CHECK(one.status == 200);
+  CHECK(one.content_type == "application/json");
+  CHECK(nlohmann::json::parse(one.body)["fingerprints"][0]["fingerprint"] == "0123456789abcdef");
+  api.ctx.api_token = "t0k";
+  CHECK(api.get("/api/v1/fingerprints").status == 401);
+  CHECK(api.get("/api/v1/fingerprints", "Bearer t0k").status == 200);
+}
