@@ -29,6 +29,7 @@ struct ScanFlags {
   std::optional<ContainerFormat> format;
   std::optional<std::chrono::seconds> utc_offset;
   std::string cache;
+  std::string node_name;  // empty: each input is a node of its own
 };
 
 cli::Parser scan_parser(ScanFlags& f) {
@@ -45,6 +46,10 @@ cli::Parser scan_parser(ScanFlags& f) {
   cli.option("--utc-offset", "Z", f.utc_offset, parse_utc_offset, "+HH:MM",
              "zone of times printed without one (default +00:00)");
   cli.option("--cache", "DIR", f.cache, "keep the compiled rule database in DIR");
+  cli.option("--node-name", "NAME", f.node_name,
+             "every input is a log of node NAME, as `run --node-name NAME` sees the files of one host (the kernel "
+             "log's GPU faults may then explain the other files' incidents); default: each input is a node of its "
+             "own");
   cli.positionals("FILE|-", f.inputs);
   cli.footer("Exit status: 0 no incident, 1 incidents found, 2 usage or rule error.");
   return cli;
@@ -121,7 +126,9 @@ int cmd_scan(const Args& args) {
     const Time read_time = input_read_time(input, f.now);
     DecodeOptions stream_decode = decode;
     stream_decode.time.reference = read_time;  // times printed without a year
-    const std::uint32_t stream = replay.add_stream(input_identity(input), stream_decode);
+    StreamIdentity identity = input_identity(input);
+    if (!f.node_name.empty()) identity.set_label(LabelKey::node, f.node_name);
+    const std::uint32_t stream = replay.add_stream(std::move(identity), stream_decode);
     // What is fed is read at the time of the file's first timestamp, so the lines before it take that time.
     std::string head;  // the first pieces, copied while they are too short to look ahead in
     bool started = false;

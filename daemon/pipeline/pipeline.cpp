@@ -21,6 +21,21 @@ struct Pipeline::Impl {
   std::vector<Hit> hits;
   std::vector<AnchorHit> anchors;
   std::vector<Incident> incidents;
+  std::vector<Incident> unclassified;  // the detector's, before they join `incidents`
+
+  // The detector runs before the correlator: its unclassified failures are root causes that the correlator's
+  // held cascades (an engine that died of a failure no rule knows) point at. Their revisions go out after the
+  // correlator's.
+  template <class Step>
+  void detect(Step&& step) {
+    unclassified.clear();
+    step(unclassified);
+    correlator.add_root_causes(unclassified);
+  }
+  void detected() {
+    incidents.insert(incidents.end(), unclassified.begin(), unclassified.end());
+    unclassified.clear();
+  }
 
   Impl(std::shared_ptr<const CompiledRules> r, IncidentHandler h, PipelineOptions o)
       : rules(r), scanner(r), correlator(r, o.correlator), detector(r, o.fingerprint), on_incident(std::move(h)),
@@ -45,8 +60,9 @@ struct Pipeline::Impl {
     if (observer) {
       for (const auto& h : hits) observer(h, batch);
     }
+    detect([&](std::vector<Incident>& out) { detector.process(batch, anchors, hits, out); });
     correlator.process(batch, hits, incidents);
-    detector.process(batch, anchors, hits, incidents);
+    detected();
     batch.clear();
     deliver();
   }
@@ -70,8 +86,9 @@ void Pipeline::new_instance(std::uint32_t stream, StreamIdentity identity, std::
   impl_->batch.forget_stream(stream);
   impl_->decoders.at(stream) = Decoder(stream, impl_->decode_options.at(stream));
   if (offset != 0) impl_->decoders[stream].resume_at(offset, 1);
+  impl_->detect([&](std::vector<Incident>& out) { impl_->detector.new_instance(stream, out); });
   impl_->correlator.new_instance(stream, identity.instance);
-  impl_->detector.new_instance(stream, impl_->incidents);
+  impl_->detected();
   impl_->detector.set_stream(stream, identity);
   impl_->correlator.set_stream(stream, std::move(identity));
   impl_->deliver();
@@ -108,8 +125,9 @@ void Pipeline::drain() { impl_->drain(); }
 
 void Pipeline::advance(Time now) {
   impl_->drain();
+  impl_->detect([&](std::vector<Incident>& out) { impl_->detector.advance(now, out); });
   impl_->correlator.advance(now, impl_->incidents);
-  impl_->detector.advance(now, impl_->incidents);
+  impl_->detected();
   impl_->deliver();
 }
 
@@ -122,8 +140,9 @@ void Pipeline::tick(Time wall_now) {
 void Pipeline::finish(Time read_time) {
   for (auto& d : impl_->decoders) d.flush(read_time, impl_->batch);
   impl_->drain();
+  impl_->detect([&](std::vector<Incident>& out) { impl_->detector.finish(out); });
   impl_->correlator.finish(impl_->incidents);
-  impl_->detector.finish(impl_->incidents);
+  impl_->detected();
   impl_->deliver();
 }
 
