@@ -46,7 +46,7 @@ CASES = {
             "unexpectedly, shutting down executor.",
             MAX_MODEL_LEN,
         ],
-        "expect": {"gpu-xid-error": None, "nccl-error": "gpu-xid-error", "worker-died": "gpu-xid-error",
+        "expect": {"gpu-xid-error": None, "nccl-error": "gpu-xid-error", "worker-died": "nccl-error",
                    "max-model-len-exceeds-model": None},
     },
 }
@@ -63,14 +63,18 @@ def causes(incidents):
     return out
 
 
+def write(path, lines, mode="w"):
+    with open(path, mode) as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
 def write_case(work, name, case):
     d = os.path.join(work.path, name)
     os.makedirs(d)
     paths = []
     for f in ("kern.log", "other-pod.log"):
         p = os.path.join(d, f)
-        with open(p, "w") as fh:
-            fh.write("\n".join(case[f]) + "\n")
+        write(p, case[f])
         paths.append(p)
     return paths
 
@@ -86,7 +90,8 @@ def test(work):
         args = []
         for path in paths:
             args += ["--source", path]
-        d = tl.Daemon(work, args + ["--start-at", "beginning", "--node-name", NODE], name="run-" + name).start()
+        d = tl.Daemon(work, args + ["--start-at", "beginning", "--node-name", NODE], name="run-" + name,
+                      rules=os.path.join(tl.SOURCE_DIR, "rules"), state=os.path.join(work.path, "state-" + name)).start()
         want = set(case["expect"])
         tl.wait_until(lambda: set(causes(d.incidents())) >= want, 30, what="%s: incidents of %s" % (name, sorted(want)),
                       alive=d)
