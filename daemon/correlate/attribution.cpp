@@ -1,6 +1,8 @@
 // Root-cause attribution over the recently raised incidents.
 #include "attribution.hpp"
 
+#include "event_clock.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <climits>
@@ -76,7 +78,7 @@ void Attribution::remember(const Incident& incident, std::uint32_t rule, std::ui
   while (recent_.size() > kRecentIncidents) recent_.pop_front();
 }
 
-bool Attribution::remember_external(const Incident& incident, std::uint32_t stream) {
+bool Attribution::remember_external(const Incident& incident, std::uint32_t stream, Time wall_now) {
   if (incident.severity == Severity::info) return false;
   for (auto& c : recent_) {
     if (c.id == incident.id) {  // a revision of one already known
@@ -92,7 +94,9 @@ bool Attribution::remember_external(const Incident& incident, std::uint32_t stre
   ri.priority = kExternalPriority;
   ri.external = true;
   ri.severity = incident.severity;
-  ri.first_seen = incident.first_seen;
+  // Bounded as the correlator bounds its lines' times (event_clock.hpp): a time too far ahead of the wall clock is
+  // not taken, and the lines of a cascade beside it were taken at about the wall clock's time.
+  ri.first_seen = incident.first_seen > wall_now + kFutureBound ? wall_now : incident.first_seen;
   locate(ri, stream);
   recent_.push_back(std::move(ri));
   while (recent_.size() > kRecentIncidents) recent_.pop_front();

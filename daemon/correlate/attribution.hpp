@@ -30,8 +30,8 @@ class Attribution {
   void remember(const Incident& incident, std::uint32_t rule, std::uint32_t stream);
   // A root cause that no rule raised (an unclassified failure) on `stream`: it may explain cascades. False when it
   // cannot be a root cause (a failure the server survived, at info) or is known already; a known one's severity is
-  // updated (a story that ended the process escalates).
-  bool remember_external(const Incident& incident, std::uint32_t stream);
+  // updated (a story that ended the process escalates). Its time is bounded by `wall_now` as lines' times are.
+  bool remember_external(const Incident& incident, std::uint32_t stream, Time wall_now);
   // Sets incident.caused_by to the remembered incident that explains it, if any (and it has none yet).
   void attribute(Incident& incident, std::uint32_t rule, std::uint32_t stream);
 
