@@ -172,9 +172,12 @@ def evaluate(bin_, rules, rows, folds):
             # A typed failure the kind missed that still pages as an unknown failure: caught by the fallback, not a
             # false alarm (beside its recognised kind it would be one: a second page for the same failure).
             r["fallback"] = not r["hit"] and UNCLASSIFIED in r["raised"] and r["kind"] not in ("NONE", "unclassified")
+            # The root cause that an incident of the expected kind points at (a cascade's unclassified cause) is the
+            # file's one page, not a second one.
+            causes = {(i.get("caused_by") or {}).get("id") for i in incs if i["rule"] == r["kind"]} - {None}
             alarms = set()
             for i in incs:
-                if i.get("caused_by") or i["rule"] == r["kind"]:
+                if i.get("caused_by") or i["rule"] == r["kind"] or i["id"] in causes:
                     continue
                 if i["rule"] == UNCLASSIFIED and (r["kind"] == "unclassified" or r["fallback"]):
                     continue

@@ -68,6 +68,7 @@ struct ScanFlags {
   std::optional<Time> since, until;
   bool no_cache = false;
   unsigned jobs = default_jobs();
+  std::string node_name;  // empty: each input is a node of its own
 };
 
 cli::Parser scan_parser(ScanFlags& f) {
@@ -96,6 +97,10 @@ cli::Parser scan_parser(ScanFlags& f) {
              "only incidents that began before TIME (event time, RFC 3339)");
   cli.option("--color", "WHEN", f.colour, cli::parse_colour_mode, "auto, always or never",
              "auto (a terminal, unless NO_COLOR is set) | always | never");
+  cli.option("--node-name", "NAME", f.node_name,
+             "every input is a log of node NAME, as `run --node-name NAME` sees the files of one host (the kernel "
+             "log's GPU faults may then explain the other files' incidents); default: each input is a node of its "
+             "own");
   cli.positionals("FILE|-", f.inputs);
   cli.footer("Inputs may be gzip- or zstd-compressed (told by their first bytes). With --json, standard output holds "
              "only JSON lines; --explain and the summary go to standard error. Exit status: 0 no incident, 1 "
@@ -116,8 +121,15 @@ void print_summary(const Replay& replay, const CompiledRules& compiled, double s
   std::cerr << "\n";
 }
 
+// The stream an input is read as; with --node-name, a log of that node (as `run --node-name` labels a host's files).
+StreamIdentity scan_identity(const std::string& input, const std::string& node_name) {
+  StreamIdentity identity = input_identity(input);
+  if (!node_name.empty()) identity.set_label(LabelKey::node, node_name);
+  return identity;
+}
+
 // A pipe, a terminal or standard input, read piece by piece. False (and the reason on stderr) when it cannot be read.
-bool scan_stream(Replay& replay, const std::string& input, const DecodeOptions& decode,
+bool scan_stream(Replay& replay, const std::string& input, const std::string& node_name, const DecodeOptions& decode,
                  const std::optional<Time>& now, bool progress) {
   ScanInput in(input);
   ScanProgress shown(input == "-" ? "stdin" : input, progress);
@@ -128,7 +140,7 @@ bool scan_stream(Replay& replay, const std::string& input, const DecodeOptions& 
   const Time read_time = input_read_time(input, now);
   DecodeOptions stream_decode = decode;
   stream_decode.time.reference = read_time;  // times printed without a year
-  const std::uint32_t stream = replay.add_stream(input_identity(input), stream_decode);
+  const std::uint32_t stream = replay.add_stream(scan_identity(input, node_name), stream_decode);
   // What is fed is read at the time of the file's first timestamp, so the lines before it take that time.
   feed_input(replay, stream, in, stream_decode, read_time, &shown);
   shown.done();
@@ -197,7 +209,7 @@ int cmd_scan(const Args& args) {
       const Time read_time = input_read_time(input, f.now);
       DecodeOptions stream_decode = decode;
       stream_decode.time.reference = read_time;  // times printed without a year
-      const std::uint32_t stream = replay.add_stream(input_identity(input), stream_decode);
+      const std::uint32_t stream = replay.add_stream(scan_identity(input, f.node_name), stream_decode);
       // What is fed is read at the time of the file's first timestamp, so the lines before it take that time.
       const Time first = first_time_in(file->bytes(), stream_decode, read_time).value_or(read_time);
       MappedFile* whole = file.get();
@@ -208,7 +220,7 @@ int cmd_scan(const Args& args) {
       continue;
     }
     scan_group();
-    if (!scan_stream(replay, input, decode, f.now, progress)) return 2;
+    if (!scan_stream(replay, input, f.node_name, decode, f.now, progress)) return 2;
   }
   scan_group();
   replay.finish();

@@ -210,6 +210,20 @@ void Correlator::release_held(std::vector<Incident>& out) {
   impl_->book.release_all(call);
 }
 
+void Correlator::add_root_causes(const std::vector<Incident>& incidents) {
+  Impl& m = *impl_;
+  for (const auto& inc : incidents) {
+    for (std::uint32_t i = 0; i < m.streams.size(); ++i) {
+      if (m.streams.at(i).id.name != inc.stream) continue;
+      if (m.attribution.remember_external(inc, i, m.options.clock->now())) {
+        if (m.trace) m.trace("  " + inc.rule + " incident " + inc.id + ": a root cause for cascades");
+        m.book.root_cause_arrived();
+      }
+      break;
+    }
+  }
+}
+
 void Correlator::replace_rules(std::shared_ptr<const CompiledRules> rules) {
   Impl& m = *impl_;
   // Map old rule indexes to new ones for rules whose definition did not change.

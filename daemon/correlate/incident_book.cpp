@@ -84,11 +84,13 @@ void IncidentBook::raise(Story& s, Severity severity, bool completion, Time at, 
     attribute(stored);
     emit(stored, call);
   }
-  // A root cause arriving now may explain cascade incidents held on related streams.
-  if (!r.cascade.enabled) {
-    for (auto& [k, other] : open_) {
-      if (other.hold.held && other.hold.cascade && !other.incident.caused_by) attribute(other);
-    }
+  if (!r.cascade.enabled) root_cause_arrived();
+}
+
+// A root cause arriving now may explain cascade incidents held on related streams.
+void IncidentBook::root_cause_arrived() {
+  for (auto& [k, other] : open_) {
+    if (other.hold.held && other.hold.cascade && !other.incident.caused_by) attribute(other);
   }
 }
 

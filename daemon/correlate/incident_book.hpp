@@ -56,6 +56,8 @@ class IncidentBook {
   // Story `s` saw optional evidence `line`: a held incident of it gains it, and goes out once nothing is missing.
   void late_evidence(const Story& s, const EvidenceLine& line, Call& call);
   void resolve(OpenIncident& oi, Time at, const char* why, Call& call);
+  // A root cause was remembered (raised here or outside the rules): held cascades it explains point at it.
+  void root_cause_arrived();
 
   // Releases held incidents whose line or time deadline a hit at (stream, line, t) passes, and resolves quiet ones,
   // among those that run on that stream's clock (or its node's).

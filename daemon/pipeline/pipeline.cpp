@@ -43,6 +43,22 @@ struct Pipeline::Impl {
     });
   }
 
+  std::vector<Incident> unclassified;  // the detector's, before they join `incidents`
+
+  // The detector runs before the correlator: its unclassified failures are root causes that the correlator's
+  // held cascades (an engine that died of a failure no rule knows) point at. Their revisions go out after the
+  // correlator's.
+  template <class Step>
+  void detect(Step&& step) {
+    unclassified.clear();
+    step(unclassified);
+    correlator.add_root_causes(unclassified);
+  }
+  void detected() {
+    incidents.insert(incidents.end(), unclassified.begin(), unclassified.end());
+    unclassified.clear();
+  }
+
   Impl(std::shared_ptr<const CompiledRules> r, IncidentHandler h, PipelineOptions o)
       : rules(r), scanner(r), correlator(r, o.correlator), detector(r, o.fingerprint), on_incident(std::move(h)),
         options(o) {}
@@ -66,8 +82,9 @@ struct Pipeline::Impl {
     if (observer) {
       for (const auto& h : hits) observer(h, batch);
     }
+    detect([&](std::vector<Incident>& out) { detector.process(batch, anchors, hits, out); });
     correlator.process(batch, hits, incidents);
-    detector.process(batch, anchors, hits, incidents);
+    detected();
     batch.clear();
     deliver();
   }
@@ -91,8 +108,9 @@ void Pipeline::new_instance(std::uint32_t stream, StreamIdentity identity, std::
   impl_->batch.forget_stream(stream);
   impl_->decoders.at(stream) = Decoder(stream, impl_->decode_options.at(stream));
   if (offset != 0) impl_->decoders[stream].resume_at(offset, 1);
+  impl_->detect([&](std::vector<Incident>& out) { impl_->detector.new_instance(stream, out); });
   impl_->correlator.new_instance(stream, identity.instance);
-  impl_->detector.new_instance(stream, impl_->incidents);
+  impl_->detected();
   impl_->detector.set_stream(stream, identity);
   impl_->correlator.set_stream(stream, std::move(identity));
   impl_->deliver();
@@ -139,8 +157,9 @@ void Pipeline::correlate(MatchedBatch& m) {
     if (s.observer) {
       for (const auto& h : m.hits) s.observer(h, m.batch);
     }
+    s.detect([&](std::vector<Incident>& out) { s.detector.process(m.batch, m.anchors, m.hits, out); });
     s.correlator.process(m.batch, m.hits, s.incidents);
-    s.detector.process(m.batch, m.anchors, m.hits, s.incidents);
+    s.detected();
   }
   m.batch.clear();
   s.batch.continue_after(m.batch);
@@ -151,23 +170,27 @@ const DecodeOptions& Pipeline::decode_options(std::uint32_t stream) const { retu
 
 void Pipeline::advance(Time now) {
   impl_->drain();
+  impl_->detect([&](std::vector<Incident>& out) { impl_->detector.advance(now, out); });
   impl_->correlator.advance(now, impl_->incidents);
-  impl_->detector.advance(now, impl_->incidents);
+  impl_->detected();
   impl_->deliver();
 }
 
 void Pipeline::tick(Time wall_now) {
   impl_->drain();
+  // A story the quiet closes is a root cause before a held cascade's wait ends in the same tick.
+  impl_->detect([&](std::vector<Incident>& out) { impl_->detector.tick(out); });
   impl_->correlator.tick(wall_now, impl_->incidents);
-  impl_->detector.tick(impl_->incidents);
+  impl_->detected();
   impl_->deliver();
 }
 
 void Pipeline::finish(Time read_time) {
   for (auto& d : impl_->decoders) d.flush(read_time, impl_->batch);
   impl_->drain();
+  impl_->detect([&](std::vector<Incident>& out) { impl_->detector.finish(out); });
   impl_->correlator.finish(impl_->incidents);
-  impl_->detector.finish(impl_->incidents);
+  impl_->detected();
   impl_->deliver();
 }
 

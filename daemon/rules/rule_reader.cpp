@@ -173,6 +173,27 @@ void RuleReader::extent(const YAML::Node& node, Rule& r) {
       error(v, "cascade must be true or a mapping {window: D, hold: D}");
     }
   }
+  if (auto v = node["attribution"]) {
+    if (!v.IsMap()) {
+      error(v, "attribution must be a mapping {explains: [rule or category], when: {field: [values]}, gpu: [fields]}");
+    } else {
+      check_keys(v, {"explains", "when", "gpu"}, "attribution");
+      if (auto e = v["explains"]) string_list(e, r.attribution.explains, "attribution.explains");
+      if (auto g = v["gpu"]) string_list(g, r.attribution.gpu, "attribution.gpu");
+      if (auto w = v["when"]) {
+        if (!w.IsMap() || w.size() == 0) {
+          error(w, "attribution.when must be a mapping {field: [values]}");
+        } else {
+          for (const auto& kv : w) {
+            std::vector<std::string> values;
+            if (string_list(kv.second, values, "attribution.when values")) {
+              r.attribution.when.emplace_back(kv.first.Scalar(), std::move(values));
+            }
+          }
+        }
+      }
+    }
+  }
 }
 
 std::optional<Rule> RuleReader::rule(const YAML::Node& node) {
@@ -183,7 +204,8 @@ std::optional<Rule> RuleReader::rule(const YAML::Node& node) {
   std::size_t before = mark();
   check_keys(node,
              {"id", "title", "severity", "summary", "remediation", "references", "labels", "events", "sequence",
-              "reset_on", "tolerance", "key", "lifetime", "priority", "cascade", "context_lines", "tests"},
+              "reset_on", "tolerance", "key", "lifetime", "priority", "cascade", "attribution", "context_lines",
+              "tests"},
              "rule");
   Rule r;
   r.pos = pos(node);

@@ -48,7 +48,7 @@ class RuleReader : public yaml::Reader {
   void events(const YAML::Node& node, Rule& rule);
   void step(const YAML::Node& node, Rule& rule);
   void key(const YAML::Node& node, Rule& rule);
-  void extent(const YAML::Node& node, Rule& rule);  // tolerance, lifetime, cascade
+  void extent(const YAML::Node& node, Rule& rule);  // tolerance, lifetime, cascade, attribution
   void test(const YAML::Node& node, Rule& rule);
   void expected(const YAML::Node& node, RuleTest& test);
   // Names inside the rule that refer to nothing, a sequence without a required step.

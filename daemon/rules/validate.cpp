@@ -58,6 +58,21 @@ void RuleReader::validate(const YAML::Node& node, const Rule& r) {
   for (const auto& e : r.reset_on) check_event(e, pos(node["reset_on"]), "reset_on");
   for (const auto& e : r.lifetime.resolve_on) check_event(e, pos(node["lifetime"]), "resolve_on");
 
+  // attribution.when and attribution.gpu name fields the rule's events capture or set.
+  auto has_field = [&](const std::string& f) {
+    return std::any_of(r.events.begin(), r.events.end(), [&](const EventPattern& e) {
+      return std::find(e.captures.begin(), e.captures.end(), f) != e.captures.end() || find_field(e.set, f);
+    });
+  };
+  auto check_field = [&](const std::string& f, std::string_view role) {
+    if (!has_field(f)) {
+      error(node["attribution"], std::string(role) + " names field '" + excerpt(f) + "' that no event of rule '" +
+                                     excerpt(r.id) + "' captures or sets");
+    }
+  };
+  for (const auto& [f, values] : r.attribution.when) check_field(f, "attribution.when");
+  for (const auto& f : r.attribution.gpu) check_field(f, "attribution.gpu");
+
   const std::vector<std::string> fields = r.field_names();
   if (auto v = node["title"]) validate_template(v, r.title, fields, "title", r);
   if (auto v = node["summary"]) validate_template(v, r.summary, fields, "summary", r);

@@ -24,7 +24,8 @@
 //                  at the incident that explains them, if any.
 //   root cause     the incident that explains another (caused_by): a non-cascade incident on a related stream (same
 //                  stream, same pod, or same node for node-keyed rules) close in time — of higher priority, unless
-//                  the one explained is a cascade.
+//                  the one explained is a cascade; the closer (own stream or pod) first. A rule's attribution limits
+//                  what it explains (attribution.hpp); an unclassified failure explains cascades only.
 #pragma once
 
 #include <cstdint>
@@ -87,6 +88,11 @@ class Correlator {
   void finish(std::vector<Incident>& out);
   // Releases every held incident now (the daemon stopping: a hold must not outlive the process that keeps it).
   void release_held(std::vector<Incident>& out);
+  // Incidents raised outside the rules on these streams (the fingerprint detector's `unclassified-failure`): root
+  // causes that cascade incidents may be attributed to, held ones now and later ones within their window. They
+  // never explain a typed incident, and one at info (a failure the server survived) explains nothing. Call before
+  // the hold of a cascade they explain ends (the pipeline runs the detector first).
+  void add_root_causes(const std::vector<Incident>& incidents);
 
   // Swaps in a new rule set. State machines of rules whose content hash is unchanged survive.
   void replace_rules(std::shared_ptr<const CompiledRules> rules);

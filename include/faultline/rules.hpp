@@ -89,6 +89,17 @@ struct Cascade {
   Duration hold = std::chrono::seconds(10);   // how long to wait for a root cause printed after the consequence
 };
 
+// What a root cause may explain (`attribution:`); empty parts do not restrict. A GPU fault on a node, for instance,
+// explains the device faults, NCCL errors and dead engines of the node's pods, never their configuration errors,
+// and only for hardware Xids and the GPU it names.
+struct AttributionSpec {
+  std::vector<std::string> explains;  // rule ids or categories (labels.category) it may explain; empty: any
+  // field → values: it explains others only while each field is one of its values (a field not captured does not
+  // restrict: the form of the message that names no Xid).
+  std::vector<std::pair<std::string, std::vector<std::string>>> when;
+  std::vector<std::string> gpu;  // its fields that name the GPU (PCI bus id, UUID): another GPU is not explained
+};
+
 struct ExpectedIncident {
   std::string rule;                      // defaults to the rule that owns the test
   std::optional<Severity> severity;
@@ -132,6 +143,7 @@ struct Rule {
   KeySpec key;
   Lifetime lifetime;
   Cascade cascade;
+  AttributionSpec attribution;
   int priority = 0;                    // among root causes, the higher explains the lower
   std::uint32_t context_lines = 4;     // lines before each decisive line kept as evidence
   std::vector<RuleTest> tests;

@@ -266,9 +266,11 @@ rules:
     REQUIRE(dead.size() == 1);
     CHECK(dead[0].caused_by_rule == "root");
   }
+  // The consequence alone, in words that are no failure story of their own (an exception line would be the
+  // detector's unclassified failure, and that its root cause).
   SECTION("no root cause: raised as what it is, after the hold") {
     Harness h(rules);
-    h.line(ts(0, "EngineDeadError: dead"));
+    h.line(ts(0, "INFO engine state: EngineDeadError seen"));
     CHECK(h.of("engine-dead").empty());
     h.pipeline.advance(at(11));
     auto dead = h.of("engine-dead");
@@ -283,7 +285,7 @@ rules:
     o.format = ContainerFormat::raw;
     auto b = h.pipeline.add_stream(other, o);
     h.pipeline.feed(b, ts(0, "RuntimeError: Unsupported architecture") + "\n", at(0));
-    h.line(ts(1, "EngineDeadError: dead"));
+    h.line(ts(1, "INFO engine state: EngineDeadError seen"));
     h.pipeline.advance(at(30));
     auto dead = h.of("engine-dead");
     REQUIRE(dead.size() == 1);
@@ -414,5 +416,186 @@ rules:
     REQUIRE(cause.count("nccl"));
     CHECK(cause["nccl"] == "xid");
     CHECK(cause["xid"].empty());
+  }
+}
+
+TEST_CASE("a node-wide root cause explains only what its attribution allows: hardware faults, their families, its GPU",
+          "[correlate]") {
+  auto rules = compile_yaml(R"(
+rules:
+  - id: xid
+    title: xid
+    severity: critical
+    priority: 100
+    key: [node]
+    attribution:
+      explains: [nccl, cascade]
+      when: {xid: ["48", "79"]}
+      gpu: [pci]
+    events: {e: 'NVRM: Xid \(PCI:(?P<pci>[0-9a-f:]+)\): (?P<xid>\d+)'}
+  - id: nccl
+    title: nccl
+    severity: critical
+    priority: 50
+    labels: {category: communication}
+    events: {e: 'Watchdog caught collective operation timeout'}
+  - id: config
+    title: config
+    severity: critical
+    priority: 70
+    labels: {category: configuration}
+    events: {e: 'max_model_len \(\d+\) is greater than'}
+  - id: engine-dead
+    title: engine dead
+    severity: critical
+    cascade: {window: 2m, hold: 10s}
+    labels: {category: cascade}
+    events: {e: 'EngineDeadError'}
+)");
+  std::vector<Incident> out;
+  Pipeline p(rules, [&](const Incident& i) { out.push_back(i); });
+  auto add = [&](const std::string& name, Fields labels) {
+    StreamIdentity id;
+    id.name = id.logical = id.instance = name;
+    id.labels = std::move(labels);
+    id.labels.emplace_back("node", "gpu-7");
+    DecodeOptions o;
+    o.format = ContainerFormat::raw;
+    return p.add_stream(id, o);
+  };
+  auto kmsg = add("kmsg", {});
+  auto pod = add("ns/a/c", {{"pod", "a"}});
+  auto causes = [&] {
+    std::map<std::string, std::string> cause;
+    for (const auto& i : out) cause[i.rule] = i.caused_by_rule;
+    return cause;
+  };
+  const std::string nccl = "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5)";
+  const std::string config = "ValueError: User-specified max_model_len (262144) is greater than the derived one";
+  SECTION("an Xid an application fault raises (31) explains nothing") {
+    p.feed(kmsg, ts(0, "NVRM: Xid (PCI:0000:70:00): 31, pid=684430, name=python3, MMU Fault") + "\n", at(0));
+    p.drain();
+    p.feed(pod, ts(5, nccl) + "\n" + ts(6, config) + "\n", at(0));
+    p.finish(at(60));
+    auto cause = causes();
+    REQUIRE(cause.count("nccl"));
+    CHECK(cause["nccl"].empty());
+    CHECK(cause["config"].empty());
+  }
+  SECTION("a hardware Xid explains the families it causes, never a configuration error") {
+    p.feed(kmsg, ts(0, "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.") + "\n", at(0));
+    p.drain();
+    p.feed(pod, ts(5, nccl) + "\n" + ts(6, config) + "\n", at(0));
+    p.finish(at(60));
+    auto cause = causes();
+    CHECK(cause["nccl"] == "xid");
+    REQUIRE(cause.count("config"));
+    CHECK(cause["config"].empty());
+  }
+  SECTION("a cascade prefers the cause on its own stream to the node's") {
+    p.feed(kmsg, ts(0, "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.") + "\n", at(0));
+    p.drain();
+    p.feed(pod, ts(5, config) + "\n" + ts(6, "vllm.v1.engine.exceptions.EngineDeadError: dead") + "\n", at(0));
+    p.finish(at(60));
+    CHECK(causes()["engine-dead"] == "config");
+  }
+}
+
+TEST_CASE("a node-wide root cause explains only the pods of the GPU it names, when theirs is known", "[correlate]") {
+  auto rules = compile_yaml(R"(
+rules:
+  - id: xid
+    title: xid
+    severity: critical
+    priority: 100
+    key: [node]
+    attribution: {gpu: [pci]}
+    events: {e: 'NVRM: Xid \(PCI:(?P<pci>[0-9a-f:]+)\): (?P<xid>\d+)'}
+  - id: nccl
+    title: nccl
+    severity: critical
+    priority: 50
+    events: {e: 'Watchdog caught collective operation timeout'}
+)");
+  std::vector<Incident> out;
+  Pipeline p(rules, [&](const Incident& i) { out.push_back(i); });
+  auto add = [&](const std::string& name, const std::string& pod, const std::string& pci) {
+    StreamIdentity id;
+    id.name = id.logical = id.instance = name;
+    id.labels = {{"node", "gpu-7"}, {"pod", pod}};
+    if (!pci.empty()) id.labels.emplace_back("pci", pci);  // a source's static label: the pod's GPU
+    DecodeOptions o;
+    o.format = ContainerFormat::raw;
+    return p.add_stream(id, o);
+  };
+  auto kmsg = add("kmsg", "", "");
+  auto same = add("ns/a/c", "a", "00000000:3B:00.0");  // nvidia-smi's spelling of the same bus id
+  auto other = add("ns/b/c", "b", "0000:18:00.0");
+  auto unknown = add("ns/c/c", "c", "");
+  p.feed(kmsg, ts(0, "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.") + "\n", at(0));
+  p.drain();
+  const std::string nccl = "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5)";
+  p.feed(same, ts(5, nccl) + "\n", at(0));
+  p.feed(other, ts(5, nccl) + "\n", at(0));
+  p.feed(unknown, ts(5, nccl) + "\n", at(0));
+  p.finish(at(60));
+  std::map<std::string, std::string> cause;
+  for (const auto& i : out) cause[i.stream] = i.caused_by_rule;
+  CHECK(cause["ns/a/c"] == "xid");
+  CHECK(cause["ns/b/c"].empty());
+  CHECK(cause["ns/c/c"] == "xid");
+}
+
+TEST_CASE("a cascade points at the unclassified failure before it; an unclassified failure explains no typed incident",
+          "[correlate]") {
+  auto rules = compile_yaml(R"(
+rules:
+  - id: engine-init-failed
+    title: engine init failed
+    severity: critical
+    cascade: {window: 2m, hold: 10s}
+    events: {e: 'EngineCore failed to start'}
+  - id: nccl
+    title: nccl
+    severity: critical
+    priority: 50
+    events: {e: 'Watchdog caught collective operation timeout'}
+)");
+  const std::vector<std::string> story = {
+      "(EngineCore_0 pid=88) ERROR 11-29 10:08:01 [core.py:866] Traceback (most recent call last):",
+      "(EngineCore_0 pid=88) ERROR 11-29 10:08:01 [core.py:866]   File \"/x/flux.py\", line 3, in start",
+      "(EngineCore_0 pid=88) ERROR 11-29 10:08:01 [core.py:866] RuntimeError: the flux capacitor is out of phase",
+      "(EngineCore_0 pid=88) ERROR 11-29 10:08:01 [core.py:868] EngineCore failed to start."};
+  SECTION("the story closes at the end of input") {
+    Harness h(rules);
+    h.lines(story);
+    h.replay.finish();
+    auto unclassified = h.of("unclassified-failure");
+    auto init = h.of("engine-init-failed");
+    REQUIRE(unclassified.size() == 1);
+    REQUIRE(init.size() == 1);
+    REQUIRE(init[0].caused_by);
+    CHECK(*init[0].caused_by == unclassified[0].id);
+    CHECK(init[0].caused_by_rule == "unclassified-failure");
+  }
+  SECTION("the story closes while the cascade is held (more lines follow)") {
+    Harness h(rules);
+    h.lines(story);
+    for (int i = 0; i < 30; ++i) h.line("INFO 11-29 10:08:02 [api.py:1] shutting down " + std::to_string(i));
+    h.replay.finish();
+    auto init = h.of("engine-init-failed");
+    REQUIRE(init.size() == 1);
+    CHECK(init[0].caused_by_rule == "unclassified-failure");
+  }
+  SECTION("a typed incident after it is not explained by it") {
+    Harness h(rules);
+    h.lines({story[0], story[1], story[2]});
+    for (int i = 0; i < 30; ++i) h.line("INFO 11-29 10:08:02 [api.py:1] serving " + std::to_string(i));
+    h.line("11-29 10:08:03 [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5)");
+    h.replay.finish();
+    REQUIRE(h.of("unclassified-failure").size() == 1);
+    auto nccl = h.of("nccl");
+    REQUIRE(nccl.size() == 1);
+    CHECK_FALSE(nccl[0].caused_by);
   }
 }
