@@ -191,10 +191,12 @@ int cmd_scan(const Args& args) {
   // Regular files are mapped whole and taken in groups: their parts are decoded and matched on `-j` threads and
   // correlated in input order, so the incidents are those of -j 1. Pipes and terminals are read piece by piece.
   std::vector<std::unique_ptr<MappedFile>> mapped;
+  std::vector<std::unique_ptr<ScanProgress>> mapped_progress;  // one per mapped file, drawn as its parts are done
   std::vector<WholeInput> group;
   const auto scan_group = [&] {
     replay.feed_whole(group, f.jobs);
     group.clear();
+    mapped_progress.clear();
     mapped.clear();
   };
   for (const auto& input : f.inputs) {
@@ -213,8 +215,13 @@ int cmd_scan(const Args& args) {
       // What is fed is read at the time of the file's first timestamp, so the lines before it take that time.
       const Time first = first_time_in(file->bytes(), stream_decode, read_time).value_or(read_time);
       MappedFile* whole = file.get();
+      mapped_progress.push_back(std::make_unique<ScanProgress>(input, progress));
+      ScanProgress* shown = mapped_progress.back().get();
       group.push_back(WholeInput{stream, file->bytes(), first,
-                                 [whole](std::size_t from, std::size_t to) { whole->release(from, to); }});
+                                 [whole, shown, &replay](std::size_t from, std::size_t to) {
+                                   whole->release(from, to);
+                                   shown->update(to, whole->bytes().size(), replay.stats().lines);
+                                 }});
       mapped.push_back(std::move(file));
       if (group.size() >= kFilesPerGroup) scan_group();
       continue;
