@@ -93,6 +93,19 @@ def read_all(fd, proc, timeout=30):
     return out
 
 
+def run_on_terminal(argv, stdin_bytes, **spawn_args):
+    """Runs argv with standard output on a pseudo-terminal; (the finished process, what it printed there)."""
+    master, slave = pty.openpty()
+    p = tl.spawn(argv, stdin=subprocess.PIPE, stdout=slave, **spawn_args)
+    os.close(slave)
+    p.stdin.write(stdin_bytes)
+    p.stdin.close()
+    out = read_all(master, p).decode("utf-8", "replace")
+    p.wait(timeout=30)
+    os.close(master)
+    return p, out
+
+
 def text_on_a_terminal(work):
     work.write_rule("every.yaml", tl.EVERY_LINE_RULE)
     lines = b"LINE 41 first\nLINE 42 second\n"
@@ -100,14 +113,7 @@ def text_on_a_terminal(work):
             "--state-dir", os.path.join(work.path, "state-tty")]
 
     # stdout a terminal: the text blocks of scan, no JSON.
-    master, slave = pty.openpty()
-    p = tl.spawn(base, stdin=subprocess.PIPE, stdout=slave, stderr=subprocess.PIPE, env=dict(os.environ, NO_COLOR="1"))
-    os.close(slave)
-    p.stdin.write(lines)
-    p.stdin.close()
-    out = read_all(master, p).decode("utf-8", "replace")
-    p.wait(timeout=30)
-    os.close(master)
+    p, out = run_on_terminal(base, lines, stderr=subprocess.PIPE, env=dict(os.environ, NO_COLOR="1"))
     check(p.returncode == 0, "run on a terminal exited %s: %s" % (p.returncode, p.stderr.read()))
     check("[WARNING] line 41" in out and "rule:      every-line" in out, "no text block on the terminal:\n%s" % out)
     check('{"' not in out, "JSON on the terminal:\n%s" % out)
@@ -120,14 +126,7 @@ def text_on_a_terminal(work):
     check(sorted(i["fields"]["n"] for i in got) == ["41", "42"], "JSON lines on a pipe: %s" % p.stdout)
 
     # A terminal, but --output -: JSON lines as asked.
-    master, slave = pty.openpty()
-    p = tl.spawn(base + ["--output", "-"], stdin=subprocess.PIPE, stdout=slave, stderr=subprocess.DEVNULL)
-    os.close(slave)
-    p.stdin.write(lines)
-    p.stdin.close()
-    out = read_all(master, p).decode("utf-8", "replace")
-    p.wait(timeout=30)
-    os.close(master)
+    p, out = run_on_terminal(base + ["--output", "-"], lines, stderr=subprocess.DEVNULL)
     check(out.lstrip().startswith('{"') and "[WARNING]" not in out, "--output - on a terminal is not JSON:\n%s" % out)
 
 
