@@ -76,7 +76,8 @@ cli::Parser scan_parser(ScanFlags& f) {
                           "incidents found.");
   cli.option("--rules", "PATH", f.rules, "rule file or directory (repeatable; default: the shipped catalog)");
   cli.flag("--json", f.json, "one JSON object per incident revision (the schema of docs/incident-schema.md)");
-  cli.flag("--explain", f.explain, "show, line by line, which events hit and how each rule's state moved");
+  cli.flag("--explain", f.explain,
+           "show, line by line, which events hit and how each rule's state moved (reads on one thread)");
   cli.option("--now", "TIME", f.now, parse_rfc3339, "an RFC 3339 time",
              "reference time (RFC 3339) for times printed without a year, and the time of a file that prints "
              "none in its first 1000 lines (default: the file's mtime)");
@@ -200,13 +201,15 @@ int cmd_scan(const Args& args) {
     mapped.clear();
   };
   for (const auto& input : f.inputs) {
-    auto file = std::make_unique<MappedFile>(input);
-    if (!file->ok() && !file->not_regular()) {
+    // --explain traces every line on the pipeline's own scanner, in order: its files are read as streams.
+    std::unique_ptr<MappedFile> file;
+    if (!f.explain) file = std::make_unique<MappedFile>(input);
+    if (file && !file->ok() && !file->not_regular()) {
       scan_group();
       std::cerr << "faultline scan: cannot open " << input << ": " << file->error() << "\n";
       return 2;
     }
-    if (file->ok()) {
+    if (file && file->ok()) {
       // One clock per file: each stream's clock runs on its own lines, so the order of the files does not matter.
       const Time read_time = input_read_time(input, f.now);
       DecodeOptions stream_decode = decode;

@@ -35,8 +35,6 @@ KNOWN_GAPS = {
     # Failures told in plain log lines with no story anchor: they need typed rules.
     "engine_dead__pytorch-174081-ci.log": "a CI report (pytest 'E   ' prefix); only the engine-dead cascade",
     "ray_worker_died__vllm-13535.log": "raylet's worker-died line only (the ray-worker-died cascade)",
-    "ray_gcs_failure__tinyzero-75.log": "Ray's GCS connection warnings, the process still waiting (no end of it)",
-    "ray_gcs_failure__mm-eureka-54.log": "Ray's GCS connection warnings, the process still waiting (no end of it)",
     "rust_panic__tgi-238-client.log": "a plain ERROR line of the TGI router, no panic in the excerpt",
 }
 
