@@ -7,8 +7,9 @@
 namespace faultline::server_detail {
 
 std::optional<HttpResponse> page_file(std::string_view path) {
+  if (path.empty() || path.front() != '/') return std::nullopt;  // checked first: an empty target has no name
   std::string_view name = path == "/" || path == "/index.html" ? std::string_view("index.html") : path.substr(1);
-  if (path.empty() || path.front() != '/' || name.find('/') != std::string_view::npos) return std::nullopt;
+  if (name.find('/') != std::string_view::npos) return std::nullopt;
   for (const auto& asset : page_assets()) {
     if (asset.name != name) continue;
     HttpResponse r;

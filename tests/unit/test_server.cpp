@@ -137,6 +137,14 @@ TEST_CASE("rules, health, readiness, metrics, page", "[server]") {
   CHECK(post.status == 405);
 }
 
+TEST_CASE("a target that is not a path is not found, not an exception", "[server]") {
+  Api api;
+  for (const char* target : {"", "x", "page.css", "//", "/a/b"}) {
+    INFO(target);
+    CHECK(api.get(target, {}, "HEAD").status == 404);
+  }
+}
+
 TEST_CASE("the API sends no control character of a log line raw", "[server]") {
   Api api;
   auto inc = incident("dddd", "cuda-oom", Severity::critical);
