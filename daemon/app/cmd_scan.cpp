@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <thread>
 #include <chrono>
@@ -122,6 +123,11 @@ void print_summary(const Replay& replay, const CompiledRules& compiled, double s
   std::cerr << "\n";
 }
 
+bool has_line_end_early(std::string_view bytes) {
+  constexpr std::size_t kLook = std::size_t{1} << 20;
+  return bytes.empty() || std::memchr(bytes.data(), '\n', std::min(bytes.size(), kLook)) != nullptr;
+}
+
 // The stream an input is read as; with --node-name, a log of that node (as `run --node-name` labels a host's files).
 StreamIdentity scan_identity(const std::string& input, const std::string& node_name) {
   StreamIdentity identity = input_identity(input);
@@ -204,6 +210,9 @@ int cmd_scan(const Args& args) {
     // --explain traces every line on the pipeline's own scanner, in order: its files are read as streams.
     std::unique_ptr<MappedFile> file;
     if (!f.explain) file = std::make_unique<MappedFile>(input);
+    // A file with no line end in its first MiB (one endless line, a sparse or binary file) has nothing to split
+    // among threads: it is read as a stream, in windows, so it never becomes resident whole.
+    if (file && file->ok() && !has_line_end_early(file->bytes())) file = nullptr;
     if (file && !file->ok() && !file->not_regular()) {
       scan_group();
       std::cerr << "faultline scan: cannot open " << input << ": " << file->error() << "\n";

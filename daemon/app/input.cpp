@@ -394,7 +394,9 @@ std::string ScanProgress::line(const std::string& input, std::size_t consumed, s
 }
 
 MappedFile::MappedFile(const std::string& path) {
-  if (path == "-") {
+  struct stat named {};
+  // A FIFO is not opened here: opening it twice (here, then by ScanInput) could miss a writer that came and went.
+  if (path == "-" || (::stat(path.c_str(), &named) == 0 && !S_ISREG(named.st_mode))) {
     not_regular_ = true;
     return;
   }

@@ -204,7 +204,7 @@ def scan_incidents(*args, input=None, timeout=120):
     of first emission, the completed process)."""
     p = run("scan", "--json", *args, input=input, text=False, timeout=timeout)
     latest = {}
-    for line in p.stdout.decode().splitlines():
+    for line in p.stdout.decode().split("\n"):  # JSON lines: U+0085 or U+2028 in a value is no line end
         if line.strip():
             inc = json.loads(line)
             latest[inc["id"]] = inc

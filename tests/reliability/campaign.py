@@ -476,11 +476,14 @@ def exp_6c(c):
 
 
 def exp_6e(c):
-    """No --listen: the default binds 127.0.0.1 only; with an API token, /api and / answer 401 without it."""
+    """No --listen: the default binds 127.0.0.1 only; with an API token, /api answers 401 without it, and the page at /
+    (its files hold no data: it shows the login form) carries no incident."""
     c.work.write_rule("every-line.yaml", tl.EVERY_LINE_RULE)
     token = c.work.file("api-token", "s3cret-token\n")
     d = tl.follow(c.work, config="server:\n  api_token_file: %s\n" % token, name="auth")
-    for path in ("/api/v1/incidents", "/"):
+    status, _, body = d.get("/")
+    check(status == 200 and b"every-line" not in body, "/ without token: %s" % status)
+    for path in ("/api/v1/incidents", "/api/v1/status", "/api/v1/fingerprints"):
         check(d.get(path)[0] == 401, "%s without token" % path)
         check(d.get(path, headers={"Authorization": "Bearer wrong"})[0] == 401, "%s with a wrong token" % path)
         check(d.get(path, headers={"Authorization": "Bearer s3cret-token"})[0] == 200, "%s with the token" % path)
@@ -488,7 +491,7 @@ def exp_6e(c):
     d.stop_ok()
     r = tl.run("run", "--help")
     check("127.0.0.1:9464" in r.stdout + r.stderr, "the default listen address is not 127.0.0.1:9464")
-    return "default 127.0.0.1:9464; /api and / 401 without the token, /metrics open"
+    return "default 127.0.0.1:9464; /api 401 without the token, / the login page only, /metrics open"
 
 
 # ---- the experiments that are test scripts --------------------------------------------------------------------------
