@@ -14,6 +14,16 @@ namespace {
 
 std::string ts(int seconds, const std::string& msg) { return format_time(at(seconds)) + " " + msg; }
 
+// A raw-format stream named `name` (logical and instance alike) with these labels.
+std::uint32_t add_raw_stream(Pipeline& p, const std::string& name, Fields labels) {
+  StreamIdentity id;
+  id.name = id.logical = id.instance = name;
+  id.labels = std::move(labels);
+  DecodeOptions o;
+  o.format = ContainerFormat::raw;
+  return p.add_stream(id, o);
+}
+
 const char* kTwoStep = R"(
 id: two-step
 title: "A then B on {where|somewhere}"
@@ -387,13 +397,9 @@ rules:
   std::vector<Incident> out;
   Pipeline p(rules, [&](const Incident& i) { out.push_back(i); });
   auto add = [&](const std::string& name, const std::string& pod) {
-    StreamIdentity id;
-    id.name = id.logical = id.instance = name;
-    id.labels = {{"node", "gpu-7"}};
-    if (!pod.empty()) id.labels.emplace_back("pod", pod);
-    DecodeOptions o;
-    o.format = ContainerFormat::raw;
-    return p.add_stream(id, o);
+    Fields labels{{"node", "gpu-7"}};
+    if (!pod.empty()) labels.emplace_back("pod", pod);
+    return add_raw_stream(p, name, std::move(labels));
   };
   auto kmsg = add("kmsg", "");
   auto pod_a = add("ns/a/c", "a");
@@ -455,13 +461,8 @@ rules:
   std::vector<Incident> out;
   Pipeline p(rules, [&](const Incident& i) { out.push_back(i); });
   auto add = [&](const std::string& name, Fields labels) {
-    StreamIdentity id;
-    id.name = id.logical = id.instance = name;
-    id.labels = std::move(labels);
-    id.labels.emplace_back("node", "gpu-7");
-    DecodeOptions o;
-    o.format = ContainerFormat::raw;
-    return p.add_stream(id, o);
+    labels.emplace_back("node", "gpu-7");
+    return add_raw_stream(p, name, std::move(labels));
   };
   auto kmsg = add("kmsg", {});
   auto pod = add("ns/a/c", {{"pod", "a"}});
@@ -520,13 +521,9 @@ rules:
   std::vector<Incident> out;
   Pipeline p(rules, [&](const Incident& i) { out.push_back(i); });
   auto add = [&](const std::string& name, const std::string& pod, const std::string& pci) {
-    StreamIdentity id;
-    id.name = id.logical = id.instance = name;
-    id.labels = {{"node", "gpu-7"}, {"pod", pod}};
-    if (!pci.empty()) id.labels.emplace_back("pci", pci);  // a source's static label: the pod's GPU
-    DecodeOptions o;
-    o.format = ContainerFormat::raw;
-    return p.add_stream(id, o);
+    Fields labels{{"node", "gpu-7"}, {"pod", pod}};
+    if (!pci.empty()) labels.emplace_back("pci", pci);  // a source's static label: the pod's GPU
+    return add_raw_stream(p, name, std::move(labels));
   };
   auto kmsg = add("kmsg", "", "");
   auto same = add("ns/a/c", "a", "00000000:3B:00.0");  // nvidia-smi's spelling of the same bus id
