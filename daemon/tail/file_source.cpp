@@ -85,12 +85,31 @@ void FileSource::check_open(FollowedFile& f) {
     ctx_.streams.activate(f.stream);
     if (f.parked()) descriptor_check_ = true;
   }
-  if (size != f.last_size && f.state == FileState::current && f.fd.valid() && f.fp.bytes > 0 && size >= f.offset) {
-    // Content replaced in place (copytruncate refilled past our offset before we looked)?
-    auto fp = fingerprint_of(f.fd.get(), f.fp.bytes);
-    if (fp && fp->bytes == f.fp.bytes && fp->hash != f.fp.hash) truncate_restart(f, "content replaced");
-  }
+  if (f.state == FileState::current && f.fd.valid()) check_content(f, size);
   f.last_size = size;
+}
+
+// A current file's size changed since the last look: shrunk below the offset, or refilled past it with other leading
+// bytes (copytruncate, and the writer went on before we looked). Both the watcher's check and the read path call
+// this, so whichever sees the new size first tells a replaced file from one that grew.
+void FileSource::check_content(FollowedFile& f, std::uint64_t size) {
+  if (size < f.offset) {
+    truncate_restart(f, "shrank below the read offset");
+    return;
+  }
+  if (size == f.last_size) return;
+  if (f.fp.bytes > 0) {
+    auto fp = fingerprint_of(f.fd.get(), f.fp.bytes);
+    if (fp && fp->bytes == f.fp.bytes && fp->hash != f.fp.hash) {
+      truncate_restart(f, "content replaced");
+      return;
+    }
+  }
+  // Grew: the fingerprint extends over the leading bytes it did not cover yet, taken now that they were just checked,
+  // never after a read (the file could have been replaced between the read and the hash).
+  if (f.fp.bytes < ctx_.options.fingerprint_bytes && size > f.fp.bytes) {
+    f.fp = fingerprint_of(f.fd.get(), ctx_.options.fingerprint_bytes).value_or(f.fp);
+  }
 }
 
 // ---- a stream's files ----
@@ -175,7 +194,7 @@ std::size_t FileSource::read_stream(LogicalStream& s, std::size_t budget) {
   struct stat st;
   if (::fstat(f.fd.get(), &st) != 0) return 0;
   auto size = static_cast<std::uint64_t>(st.st_size);
-  if (size < f.offset) truncate_restart(f, "shrank below the read offset");
+  check_content(f, size);
   f.last_size = size;
   ctx_.lag_stale = true;
   std::string& buf = ctx_.read_buf;
@@ -215,9 +234,6 @@ std::size_t FileSource::read_stream(LogicalStream& s, std::size_t budget) {
     f.last_growth = s.last_data;
     ctx_.handler.data(s.handle, bytes, now);
     if (ctx_.stopped) break;
-  }
-  if (f.fp.bytes < ctx_.options.fingerprint_bytes && f.offset > f.fp.bytes) {
-    f.fp = fingerprint_of(f.fd.get(), ctx_.options.fingerprint_bytes).value_or(f.fp);
   }
   if (total >= budget) f.ready = true;  // maybe more
   return total;

@@ -68,6 +68,7 @@ class FileSource final : public Source {
   void check_finished(FollowedFile& f, bool still_named);
   void check_open(FollowedFile& f);
   void begin(LogicalStream& s, FollowedFile& f);
+  void check_content(FollowedFile& f, std::uint64_t size);
   void truncate_restart(FollowedFile& f, const char* why);
   void finish_file(LogicalStream& s, FollowedFile& f);
   bool named_by(const std::string& path, const FollowedFile& f) const;

@@ -53,6 +53,19 @@ TEST_CASE_METHOD(TailFixture, "copytruncate refilled past the old offset is told
   CHECK(r.tailer.stats().truncations == 1);
 }
 
+TEST_CASE_METHOD(TailFixture, "a file followed from empty gets its fingerprint as it grows, so a refill is told") {
+  write(t / "app.log", "");
+  auto& r = start(files(t / "app.log"));
+  r.step();
+  write(t / "app.log", lines(1, 3, "old"));
+  r.step();
+  write(t / "app.log", lines(1, 20, "new"), false);  // truncated and refilled past the offset before the next look
+  r.step();
+  r.step();
+  CHECK(r.rec.data_of(t / "app.log") == lines(1, 3, "old") + lines(1, 20, "new"));
+  CHECK(r.tailer.stats().truncations == 1);
+}
+
 TEST_CASE_METHOD(TailFixture, "a deleted file is read to its end and closed; a recreated one continues the stream") {
   auto& r = start(files(t / "app.log"));
   write(t / "app.log", lines(1, 2));
