@@ -23,6 +23,48 @@ inline std::shared_ptr<const CompiledRules> compile_yaml(const std::string& yaml
   return compiled.rules;
 }
 
+// Rules several rooms' tests replay. kStagedRule: an optional early-warning step, then the critical one.
+// kNeverReadyRule: an absence (no `ready` within 10 minutes of `start`).
+inline const std::string kStagedRule = R"(
+id: staged
+title: staged
+severity: critical
+events:
+  skip: 'Skipping tactic'
+  fatal: 'Assertion failed: boom'
+sequence:
+  - event: skip
+    optional: true
+    severity: warning
+  - event: fatal
+)";
+inline const std::string kNeverReadyRule = R"(
+id: never-ready
+title: server never became ready
+severity: warning
+events:
+  start: 'Starting server'
+  ready: 'Application startup complete'
+sequence:
+  - event: start
+  - absent: ready
+    for: 10m
+)";
+
+// Whether a load reported an error at `where` (a file:line:column prefix or part of one) whose message has `text`.
+inline bool has_error(const LoadResult& r, const std::string& where, const std::string& text) {
+  for (const auto& d : r.diagnostics)
+    if (d.str().find(where) != std::string::npos && d.message.find(text) != std::string::npos) return true;
+  return false;
+}
+
+// A load's diagnostics, one a line (for INFO when a check fails).
+inline std::string dump(const LoadResult& r) {
+  std::string s;
+  for (const auto& d : r.diagnostics) s += d.str() + "\n";
+  return s;
+}
+
 inline Time at(int seconds) { return Time(std::chrono::seconds(1764410000 + seconds)); }
 
 // Feeds lines (each gets "\n") to one stream through a Replay, read at `read_time`. `emitted` holds every revision;

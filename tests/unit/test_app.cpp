@@ -102,18 +102,7 @@ TEST_CASE("standard input and pipes are read, not mapped; empty and missing file
 }
 
 TEST_CASE("a rule test replays its lines on a virtual clock and compares the incidents it expects", "[app]") {
-  auto compiled = faultline::testing::compile_yaml(R"(
-id: never-ready
-title: server never became ready
-severity: warning
-events:
-  start: 'Starting server'
-  ready: 'Application startup complete'
-sequence:
-  - event: start
-  - absent: ready
-    for: 10m
-tests:
+  auto compiled = faultline::testing::compile_yaml(faultline::testing::kNeverReadyRule + R"(tests:
   - name: fires once the window has passed
     lines:
       - "2026-01-01T00:00:00Z Starting server"

@@ -154,19 +154,7 @@ TEST_CASE("reset_on clears partial progress", "[correlate]") {
 }
 
 TEST_CASE("early warning escalates as a revision of the same incident", "[correlate]") {
-  Harness h(compile_yaml(R"(
-id: staged
-title: staged
-severity: critical
-events:
-  skip: 'Skipping tactic'
-  fatal: 'Assertion failed: boom'
-sequence:
-  - event: skip
-    optional: true
-    severity: warning
-  - event: fatal
-)"));
+  Harness h(compile_yaml(kStagedRule));
   h.line(ts(0, "Skipping tactic 3"));
   REQUIRE(h.emitted.size() == 1);
   CHECK(h.emitted[0].severity == Severity::warning);

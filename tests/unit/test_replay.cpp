@@ -15,33 +15,6 @@ namespace {
 
 std::string ts(int seconds, const std::string& msg) { return format_time(at(seconds)) + " " + msg; }
 
-const char* kStaged = R"(
-id: staged
-title: staged
-severity: critical
-events:
-  skip: 'Skipping tactic'
-  fatal: 'Assertion failed: boom'
-sequence:
-  - event: skip
-    optional: true
-    severity: warning
-  - event: fatal
-)";
-
-const char* kNeverReady = R"(
-id: never-ready
-title: server never became ready
-severity: warning
-events:
-  start: 'Starting server'
-  ready: 'Application startup complete'
-sequence:
-  - event: start
-  - absent: ready
-    for: 10m
-)";
-
 StreamIdentity named(const std::string& name) {
   StreamIdentity id;
   id.name = id.logical = id.instance = name;
@@ -61,7 +34,7 @@ TEST_CASE("a replay keeps the latest revision of each incident; the observer see
   ReplayOptions options;
   options.start = at(0);
   options.on_incident = [&](const Incident& i) { seen.push_back(i); };
-  Replay replay(compile_yaml(kStaged), std::move(options));
+  Replay replay(compile_yaml(kStagedRule), std::move(options));
   auto s = replay.add_stream(named("pod"), raw());
   replay.line(s, ts(0, "Skipping tactic 3"));
   replay.line(s, ts(5, "Assertion failed: boom"));
@@ -75,7 +48,7 @@ TEST_CASE("a replay keeps the latest revision of each incident; the observer see
 }
 
 TEST_CASE("incidents are listed in order of first emission, across streams", "[replay]") {
-  auto rules = compile_yaml(std::string(kStaged));
+  auto rules = compile_yaml(kStagedRule);
   Replay replay(rules, ReplayOptions{at(0), {}, {}});
   auto a = replay.add_stream(named("pod-a"), raw());
   auto b = replay.add_stream(named("pod-b"), raw());
@@ -90,7 +63,7 @@ TEST_CASE("incidents are listed in order of first emission, across streams", "[r
 }
 
 TEST_CASE("after() runs the clock on from the lines' own time, so absences fire without a wall clock", "[replay]") {
-  Replay replay(compile_yaml(kNeverReady), ReplayOptions{at(-3600), {}, {}});  // the clock: an hour before the lines
+  Replay replay(compile_yaml(kNeverReadyRule), ReplayOptions{at(-3600), {}, {}});  // the clock: an hour before the lines
   auto s = replay.add_stream(named("pod"), raw());
   replay.line(s, ts(0, "Starting server"));
   replay.after(std::chrono::minutes(5));
@@ -103,7 +76,7 @@ TEST_CASE("after() runs the clock on from the lines' own time, so absences fire 
 }
 
 TEST_CASE("before any line, after() runs on from the clock; advance() sets it", "[replay]") {
-  Replay replay(compile_yaml(kNeverReady), ReplayOptions{at(0), {}, {}});
+  Replay replay(compile_yaml(kNeverReadyRule), ReplayOptions{at(0), {}, {}});
   replay.add_stream(named("pod"), raw());
   replay.after(std::chrono::seconds(30));
   CHECK(replay.clock() == at(30));
@@ -116,7 +89,7 @@ TEST_CASE("before any line, after() runs on from the clock; advance() sets it", 
 }
 
 TEST_CASE("bytes are fed as they come; end_stream() turns a last line without newline into a record", "[replay]") {
-  Replay replay(compile_yaml(kStaged), ReplayOptions{at(0), {}, {}});
+  Replay replay(compile_yaml(kStagedRule), ReplayOptions{at(0), {}, {}});
   auto s = replay.add_stream(named("pod"), raw());
   const std::string text = ts(0, "Skipping tactic 3") + "\n" + ts(1, "Assertion fa");
   replay.feed(s, text);
@@ -133,7 +106,7 @@ TEST_CASE("bytes are fed as they come; end_stream() turns a last line without ne
 TEST_CASE("a stream's dateless times are read against the clock when it is added", "[replay]") {
   // 2026-01-01 as the clock: a line printed as "01-01 00:00:05" (no year) is read in 2026.
   const Time clock = Time(std::chrono::seconds(1767225600));
-  Replay replay(compile_yaml(kNeverReady), ReplayOptions{clock, {}, {}});
+  Replay replay(compile_yaml(kNeverReadyRule), ReplayOptions{clock, {}, {}});
   auto s = replay.add_stream(named("pod"), raw());
   replay.line(s, "INFO 01-01 00:00:05 [api.py:1] Starting server");
   CHECK(replay.pipeline().now() == clock + std::chrono::seconds(5));
