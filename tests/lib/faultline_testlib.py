@@ -58,6 +58,11 @@ SOURCE_DIR = os.environ.get("FAULTLINE_SOURCE_DIR") or os.path.abspath(os.path.j
 # The build directories of the source tree, in the order they are tried (after FAULTLINE_BUILD_DIR).
 BUILD_DIRS = ("build", "build-release", "build-tail", "build-out")
 TIME_SCALE = float(os.environ.get("FAULTLINE_TEST_TIME_SCALE") or 1)
+# The commands the tests start keep their per-user cache (scan's compiled rule databases) in the build tree, never in
+# the home directory of whoever runs the tests; a test of the cache itself passes its own environment.
+os.environ["XDG_CACHE_HOME"] = os.path.join(
+    os.path.abspath(os.environ.get("FAULTLINE_BUILD_DIR") or os.path.join(tempfile.gettempdir(), "faultline-tests")),
+    "test-cache")
 
 EVERY_LINE_RULE = r"""
 id: every-line
