@@ -41,7 +41,7 @@ void Checkpointer::write(Why why) {
     bytes_at_last_ = stats.bytes;
     incidents_at_last_ = stats.incidents;
     delivery_.checkpointed();
-    journal_.truncate();
+    journal_.truncate(delivery_.output_file_size());
     metrics_.record_checkpoint();
     delivery_.state_write(Delivery::StateWrite::checkpoint, {});
     ++written_;

@@ -2,14 +2,16 @@
 // io thread.
 #include "delivery.hpp"
 
-#include <spdlog/spdlog.h>
-
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string_view>
+
+#include <spdlog/spdlog.h>
 
 #include "faultline/config.hpp"
 #include "faultline/fingerprint.hpp"
@@ -148,7 +150,35 @@ Result<void> Delivery::open_output(const std::string& output, bool text) {
   auto sink = std::make_unique<JsonLinesSink>(output, redactor_);
   if (auto opened = sink->open(); !opened) return opened;
   output_ = std::move(sink);
+  if (output != "-") output_file_ = output;
   return {};
+}
+
+std::optional<std::uint64_t> Delivery::output_file_size() const {
+  struct stat st;
+  if (output_file_.empty() || ::stat(output_file_.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  return static_cast<std::uint64_t>(st.st_size);
+}
+
+std::size_t Delivery::recover_output(Journal& journal) {
+  auto mark = journal.output_mark();
+  auto size = output_file_size();
+  if (!mark || !size || *size <= *mark) return 0;  // nothing written since, or the file was replaced: nothing to find
+  std::ifstream in(output_file_, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(*mark));
+  std::size_t found = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (in.eof()) break;  // no newline: a line cut short, never a whole revision
+    auto incident = incident_from_json(line);
+    if (!incident || journal.contains(incident->id, incident->revision)) continue;
+    (void)journal.record(incident->id, incident->revision);
+    ++found;
+  }
+  if (found > 0)
+    spdlog::info("{} revision(s) in {} were written before the last stop but not journalled: they will not be written "
+                 "again", found, output_file_);
+  return found;
 }
 
 void Delivery::emit(const Incident& incident) { batch_.push_back(incident); }

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,12 @@ class Delivery {
   // `scan` prints it, instead of its JSON line.
   Result<void> open_output(const std::string& output, bool text = false);
 
+  // The output file's size now; none when the output is not a file (standard output, none).
+  std::optional<std::uint64_t> output_file_size() const;
+  // After a crash: the revisions the output file holds past the journal's mark (written, the crash came before they
+  // were journalled) are journalled now, so they are not written twice. Returns how many were found.
+  std::size_t recover_output(Journal& journal);
+
   // One revision to emit, held until commit().
   void emit(const Incident& incident);
   // The revisions emitted since the last commit: first durable in every sink's spool (one write and one fsync per
@@ -87,6 +94,7 @@ class Delivery {
   std::unique_ptr<Parts> parts_;
   std::shared_ptr<const Redactor> redactor_;
   std::unique_ptr<JsonLinesSink> output_;
+  std::string output_file_;  // the output's path when it is a file
   bool text_output_ = false;  // revisions as text blocks on standard output (a terminal)
   bool text_colour_ = false;
   std::vector<Incident> batch_;

@@ -157,7 +157,9 @@ struct Service::Impl {
 
   Result<void> open_journal() {
     if (auto opened = delivery.open_output(config.output, config.output_text); !opened) return opened;
-    if (checkpointing) return journal.open(state->layout().journal_file());
+    if (!checkpointing) return {};
+    if (auto opened = journal.open(state->layout().journal_file(), delivery.output_file_size()); !opened) return opened;
+    (void)delivery.recover_output(journal);
     return {};
   }
 
