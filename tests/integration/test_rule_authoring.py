@@ -130,6 +130,11 @@ def test(work):
             "the rule has no tolerance, so an early hit is not taken later"):
         check(want in out, "explain does not say %r:\n%s" % (want, out))
     check(out.count("line 1: tolerant/b matched") == 1, "the out-of-window line is named more than once:\n%s" % out)
+    # More early hits than are remembered for the window: the oldest are dropped, and said so.
+    crowded = work.file("crowded.log", "".join("STEP-B early %d\n" % i for i in range(34)) + "STEP-A\n")
+    rc, out = run("scan", "--rules", tolerant, "--explain", crowded)
+    check("line 1: tolerant/b matched, dropped: more than 32 early hits waited in [" in out and
+          "line 3: tolerant/b matched, dropped" not in out, "explain does not say which early hits were dropped:\n%s" % out)
 
 
 if __name__ == "__main__":
