@@ -105,7 +105,9 @@ std::optional<RevisionHistory> RevisionHistory::from_json(std::string_view text,
     RevisionEntry e;
     e.revision = r["revision"].get<std::uint32_t>();
     if (!out.entries_.empty() && e.revision <= out.entries_.back().revision) return fail("revisions out of order");
-    auto text_of = [&](const char* key) { return r.contains(key) && r[key].is_string() ? r[key].get<std::string>() : ""; };
+    auto text_of = [&](const char* key) {
+      return r.contains(key) && r[key].is_string() ? r[key].get<std::string>() : std::string();
+    };
     auto change = parse_change(text_of("change"));
     auto severity = parse_severity(text_of("severity"));
     auto status = text_of("status");

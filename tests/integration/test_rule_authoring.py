@@ -134,7 +134,8 @@ def test(work):
     crowded = work.file("crowded.log", "".join("STEP-B early %d\n" % i for i in range(34)) + "STEP-A\n")
     rc, out = run("scan", "--rules", tolerant, "--explain", crowded)
     check("line 1: tolerant/b matched, dropped: more than 32 early hits waited in [" in out and
-          "line 3: tolerant/b matched, dropped" not in out, "explain does not say which early hits were dropped:\n%s" % out)
+          "line 3: tolerant/b matched, dropped" not in out,
+          "explain does not say which early hits were dropped:\n%s" % out)
 
 
 if __name__ == "__main__":

@@ -487,9 +487,11 @@ TEST_CASE("revision history: the first, every change, the last count updates; bo
   std::uint32_t rev = 1;
   CHECK(h.record(revision_of("a", rev, Severity::warning, IncidentStatus::firing, 1)));
   CHECK(!h.record(revision_of("a", rev, Severity::warning, IncidentStatus::firing, 1)));  // not newer
-  for (std::uint32_t n = 2; n <= 20; ++n) h.record(revision_of("a", ++rev, Severity::warning, IncidentStatus::firing, n));
+  for (std::uint32_t n = 2; n <= 20; ++n)
+    h.record(revision_of("a", ++rev, Severity::warning, IncidentStatus::firing, n));
   h.record(revision_of("a", ++rev, Severity::critical, IncidentStatus::firing, 20));  // escalation: revision 21
-  for (std::uint32_t n = 21; n <= 30; ++n) h.record(revision_of("a", ++rev, Severity::critical, IncidentStatus::firing, n));
+  for (std::uint32_t n = 21; n <= 30; ++n)
+    h.record(revision_of("a", ++rev, Severity::critical, IncidentStatus::firing, n));
   h.record(revision_of("a", ++rev, Severity::critical, IncidentStatus::resolved, 30));  // revision 32
   const auto& e = h.entries();
   REQUIRE(e.size() == 1 + 1 + RevisionHistory::kMaxCounts + 1);
@@ -504,8 +506,10 @@ TEST_CASE("revision history: the first, every change, the last count updates; bo
   CHECK(h.omitted() == 32 - e.size());
 
   // A long run of status changes: bounded in entries and bytes, the first and the newest kept.
-  for (int i = 0; i < 500; ++i)
-    h.record(revision_of("a", ++rev, Severity::critical, i % 2 ? IncidentStatus::resolved : IncidentStatus::firing, 30));
+  for (int i = 0; i < 500; ++i) {
+    auto status = i % 2 ? IncidentStatus::resolved : IncidentStatus::firing;
+    h.record(revision_of("a", ++rev, Severity::critical, status, 30));
+  }
   CHECK(h.entries().size() <= RevisionHistory::kMaxEntries);
   CHECK(h.bytes() <= RevisionHistory::kMaxBytes);
   CHECK(h.to_json().size() <= RevisionHistory::kMaxBytes);
