@@ -78,7 +78,8 @@ cli::Parser scan_parser(ScanFlags& f) {
   cli.option("--rules", "PATH", f.rules, "rule file or directory (repeatable; default: the shipped catalog)");
   cli.flag("--json", f.json, "one JSON object per incident revision (the schema of docs/incident-schema.md)");
   cli.flag("--explain", f.explain,
-           "show, line by line, which events hit and how each rule's state moved (reads on one thread)");
+           "show, line by line, which events hit, which matching lines a level filter or a rule's tolerance kept from "
+           "counting, and how each rule's state moved (reads on one thread)");
   cli.option("--now", "TIME", f.now, parse_rfc3339, "an RFC 3339 time",
              "reference time (RFC 3339) for times printed without a year, and the time of a file that prints "
              "none in its first 1000 lines (default: the file's mtime)");

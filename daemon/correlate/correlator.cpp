@@ -131,7 +131,12 @@ struct Correlator::Impl {
     if (!counted && (r.tolerance.lines > 0 || r.tolerance.time.count() > 0)) {
       // Remember it: it may be the early half of an out-of-order pair.
       s.recent.push_back(std::move(h));
-      while (s.recent.size() > kRecentHits) s.recent.pop_front();
+      while (s.recent.size() > kRecentHits) {
+        if (trace) machine.explain_not_counted(s, s.recent.front(), true);
+        s.recent.pop_front();
+      }
+    } else if (!counted && trace) {
+      machine.explain_not_counted(s, h, false);
     }
   }
 };

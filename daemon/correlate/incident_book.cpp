@@ -105,6 +105,7 @@ void IncidentBook::hold_if_needed(OpenIncident& oi, const Story& s, Time at, con
   bool tolerant = r.tolerance.lines > 0 || r.tolerance.time.count() > 0;
   if (tolerant && missing_optional(s, r)) {
     oi.hold.held = true;
+    oi.hold.released_by_tolerance = false;
     oi.hold.until_time = r.tolerance.time.count() > 0 ? at + r.tolerance.time : Time::max();
     oi.hold.until_line = r.tolerance.lines > 0 ? call.line + r.tolerance.lines
                                                : std::numeric_limits<std::uint64_t>::max();
@@ -135,8 +136,18 @@ bool IncidentBook::on_clock_of(const OpenIncident& oi, std::uint32_t stream) {
 
 void IncidentBook::late_evidence(const Story& s, const EvidenceLine& line, Call& call) {
   auto it = open_.find(StoryKeyView{s.rule, s.key});
-  if (it == open_.end() || !it->second.hold.held || it->second.hold.cascade) return;
+  if (it == open_.end()) return;
   const Rule& r = rules_[s.rule];
+  if (trace_ && !it->second.hold.held && it->second.hold.released_by_tolerance && it->second.emitted &&
+      it->second.incident.status == IncidentStatus::firing) {
+    trace_("line " + std::to_string(line.line) + ": " + r.id + "/" + line.event + " matched, not in incident " +
+           it->second.incident.id + ": it came after the rule's tolerance (" +
+           (r.tolerance.lines ? std::to_string(r.tolerance.lines) + " lines" : std::string()) +
+           (r.tolerance.lines && r.tolerance.time.count() ? ", " : "") +
+           (r.tolerance.time.count() ? format_duration(r.tolerance.time) : std::string()) +
+           ") had passed, and the incident went out without it");
+  }
+  if (!it->second.hold.held || it->second.hold.cascade) return;
   OpenIncident& oi = it->second;
   for (const auto& [k, v] : s.fields) set_field(oi.incident.fields, k, v);
   oi.incident.evidence = merge_evidence(oi.incident.evidence, line);
@@ -178,11 +189,13 @@ void IncidentBook::settle_before(std::uint32_t stream, std::uint64_t line, Time 
   for (auto it = open_.begin(); held_ > 0 && it != open_.end(); ++it) {
     OpenIncident& oi = it->second;
     if (oi.hold.held && !oi.hold.cascade && oi.hold.stream == stream && line > oi.hold.until_line) {
+      oi.hold.released_by_tolerance = true;
       release(oi, "tolerance lines passed", call);
     }
     // Incidents on other clocks are not looked at by their time here (it depends on how the input was batched),
     // only by the steady clock.
     if (oi.hold.held && hold_passed(oi, on_clock_of(oi, stream) ? t : Time::min(), call)) {
+      oi.hold.released_by_tolerance = !oi.hold.cascade;
       release(oi, "hold time passed", call);
     }
   }
@@ -194,6 +207,7 @@ void IncidentBook::release_lines_passed(Call& call) {
   for (auto it = open_.begin(); held_ > 0 && it != open_.end(); ++it) {
     OpenIncident& oi = it->second;
     if (oi.hold.held && !oi.hold.cascade && streams_[oi.hold.stream].last_line > oi.hold.until_line) {
+      oi.hold.released_by_tolerance = true;
       release(oi, "tolerance lines passed", call);
     }
   }
@@ -201,8 +215,10 @@ void IncidentBook::release_lines_passed(Call& call) {
 
 void IncidentBook::release_time_passed(Call& call) {
   for (auto it = open_.begin(); held_ > 0 && it != open_.end(); ++it) {
-    if (it->second.hold.held && hold_passed(it->second, now_of(it->second), call))
+    if (it->second.hold.held && hold_passed(it->second, now_of(it->second), call)) {
+      it->second.hold.released_by_tolerance = !it->second.hold.cascade;
       release(it->second, "hold time passed", call);
+    }
   }
 }
 

@@ -29,6 +29,9 @@ struct Held {
   std::uint64_t until_line = 0;
   std::uint32_t stream = 0;
   bool cascade = false;  // held for a root cause, not for late evidence
+  // Held for late evidence and let go when its tolerance passed, not once the evidence came (--explain says so of
+  // evidence that arrives after).
+  bool released_by_tolerance = false;
 };
 
 struct OpenIncident {

@@ -245,6 +245,15 @@ void StoryMachine::complete_step(Story& s, Time at, Call& call) {
     Duration dt = at >= it->time ? at - it->time : it->time - at;
     bool close_time = r.tolerance.time.count() == 0 || dt <= r.tolerance.time;
     bool close_lines = r.tolerance.lines == 0 || call.line - std::min(call.line, it->line) <= r.tolerance.lines;
+    if (!(close_time && close_lines) && trace_ && !it->explained) {
+      it->explained = true;  // said once: a window only grows further away
+      std::uint64_t lines_apart = call.line - std::min(call.line, it->line);
+      trace_("line " + std::to_string(it->line) + ": " + r.id + "/" + ev.name + " matched, not counted: " +
+             std::to_string(lines_apart) + " lines and " + format_duration(dt) + " from line " +
+             std::to_string(call.line) + ", where step " + std::to_string(done_index + 1) + " (" +
+             r.sequence[done_index].events.front() + ") completed, is out of the rule's tolerance (" +
+             tolerance_text(r) + ")");
+    }
     if (close_time && close_lines) {
       RecentHit h = *it;
       s.recent.erase(it);
@@ -253,6 +262,33 @@ void StoryMachine::complete_step(Story& s, Time at, Call& call) {
       apply(s, h, std::nullopt, call);
       return;
     }
+  }
+}
+
+std::string StoryMachine::tolerance_text(const Rule& r) const {
+  if (!tolerant(r)) return "none";
+  std::string out = "lines: " + (r.tolerance.lines ? std::to_string(r.tolerance.lines) : std::string("any"));
+  return out + ", time: " + (r.tolerance.time.count() ? format_duration(r.tolerance.time) : std::string("any"));
+}
+
+void StoryMachine::explain_not_counted(const Story& s, const RecentHit& h, bool forgotten) const {
+  const Rule& r = rules_[s.rule];
+  const EventPattern& ev = r.events[h.event];
+  std::string head = "line " + std::to_string(h.line) + ": " + r.id + "/" + ev.name + " matched, ";
+  if (forgotten) {
+    trace_(head + "dropped: more than " + std::to_string(kRecentHits) + " early hits waited in [" + s.key +
+           "] for an earlier step, the oldest go (tolerance: " + tolerance_text(r) + ")");
+    return;
+  }
+  if (s.cursor >= r.sequence.size() || r.sequence[s.cursor].absent_for || tolerant(r)) return;
+  if (step_has(r.sequence[s.cursor], ev.name)) return;  // its step's `after` is not met: not a question of order
+  for (std::size_t i = s.cursor + 1; i < r.sequence.size(); ++i) {
+    const Step& st = r.sequence[i];
+    if (st.optional || !step_has(st, ev.name)) continue;
+    trace_(head + "not counted: it is step " + std::to_string(i + 1) + " and arrived before step " +
+           std::to_string(s.cursor + 1) + " (" + r.sequence[s.cursor].events.front() + ") completed in [" + s.key +
+           "]; the rule has no tolerance, so an early hit is not taken later");
+    return;
   }
 }
 

@@ -31,6 +31,7 @@ struct RecentHit {
   Time time{};
   std::string text;
   Fields fields;
+  bool explained = false;  // --explain said once that the tolerance window did not take it
 };
 
 // The events a story has seen (what `after` asks about), exact for any number of events.
@@ -147,8 +148,14 @@ class StoryMachine {
   // "instance@offset:line" of a hit: the part of an incident id that tells occurrences apart.
   std::string position_of(const RecentHit& h);
 
+  // --explain (call only with the trace on): why a hit that apply() did not count never will. `forgotten`: a
+  // tolerant rule's memory of early hits was full and this, the oldest, was dropped; otherwise a hit of a later
+  // step of a rule without tolerance, which is not taken once its earlier step completes.
+  void explain_not_counted(const Story& s, const RecentHit& h, bool forgotten) const;
+
  private:
   bool after_ok(const Story& s, const Rule& r, const Step& st) const;
+  std::string tolerance_text(const Rule& r) const;
   EvidenceLine evidence_of(const RecentHit& h, const EventPattern& ev);
 
   const ActiveRules& rules_;

@@ -380,7 +380,13 @@ HttpResponse handle_request(const HttpRequest& request, const ApiContext& ctx, s
     auto id = std::string_view(path).substr(one.size());
     const auto* s = ctx.incidents ? ctx.incidents->find(id) : nullptr;
     if (!s) return error_response(404, "no incident with id '" + std::string(id) + "'");
-    return json_response(200, s->json);
+    // The latest revision and, as "history", the revisions before it that the store kept.
+    std::string body = s->json;
+    if (!body.empty() && body.back() == '}') {
+      body.pop_back();
+      body += ",\"history\":" + s->history.to_json() + "}";
+    }
+    return json_response(200, std::move(body));
   }
   if (path == "/api/v1/rules") {
     set_handler("rules");

@@ -1,5 +1,11 @@
-// The incident store behind the API: the latest revision of each recent incident, deduplicating on (id, revision),
-// with an append-only JSON-lines log so the API and deduplication survive restarts.
+// The incident store behind the API: the latest revision of each recent incident and its bounded revision history
+// (incident_view.hpp), deduplicating on (id, revision), with an append-only JSON-lines log so the API, the history
+// and deduplication survive restarts.
+//
+// The log, version 2: a first line {"faultline_incident_log":2}; then one incident revision per line (to_json, as
+// version 1 had only); a line {"history_of":"<id>","revisions":[...],"omitted":N} before a revision line sets that
+// incident's history (written when the log is compacted, and before a revision whose earlier ones were never
+// logged). A version 1 log (revision lines only) is read the same way: its revisions make the history.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -7,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "faultline/durable_file.hpp"
 #include "faultline/sinks.hpp"
@@ -14,7 +21,15 @@
 namespace faultline {
 namespace {
 constexpr std::uint64_t kCompactAt = 16ull << 20;  // rewrite the log when it grows past this
+constexpr std::string_view kHeaderKey = "{\"faultline_incident_log\":";
+constexpr std::string_view kHistoryKey = "{\"history_of\":";
+constexpr int kLogVersion = 2;
+
+std::string history_line(const std::string& id, const RevisionHistory& history) {
+  std::string body = history.to_json();  // {"revisions":...}
+  return std::string(kHistoryKey) + nlohmann::json(id).dump() + "," + body.substr(1);
 }
+}  // namespace
 
 IncidentStore::IncidentStore(std::size_t capacity, std::string log_path)
     : capacity_(std::max<std::size_t>(capacity, 1)), log_path_(std::move(log_path)) {}
@@ -24,15 +39,32 @@ Result<void> IncidentStore::open() {
   std::ifstream in(log_path_);
   if (in) {
     std::string line;
+    std::unordered_map<std::string, RevisionHistory> pending;  // histories read before their incident's revision
     while (std::getline(in, line)) {
-      if (line.empty()) continue;
+      if (line.empty() || line.rfind(kHeaderKey, 0) == 0) continue;
+      if (line.rfind(kHistoryKey, 0) == 0) {
+        auto j = nlohmann::json::parse(line, nullptr, false);
+        if (j.is_discarded() || !j["history_of"].is_string()) continue;  // torn: the revisions still count
+        auto history = RevisionHistory::from_json(line);
+        if (history) pending.insert_or_assign(j["history_of"].get<std::string>(), std::move(*history));
+        continue;
+      }
       auto inc = incident_from_json(line);
       if (!inc) continue;  // a torn last line after a crash; the rest is still good
       auto it = by_id_.find(inc->id);
       if (it != by_id_.end() && it->second.incident.revision >= inc->revision) continue;
+      RevisionHistory history;
+      if (auto p = pending.find(inc->id); p != pending.end()) {
+        history = std::move(p->second);
+        pending.erase(p);
+      } else if (it != by_id_.end()) {
+        history = std::move(it->second.history);
+      }
+      history.record(*inc);
       if (it != by_id_.end()) count(it->second.incident, -1);
-      StoredIncident s{*inc, line, next_order_++};
+      StoredIncident s{*inc, line, next_order_++, std::move(history)};
       count(s.incident, +1);
+      logged_[inc->id] = inc->revision;
       by_id_.insert_or_assign(inc->id, std::move(s));
     }
   }
@@ -63,8 +95,23 @@ Result<void> IncidentStore::deliver(const Incident& incident) {
 }
 
 void IncidentStore::persist(std::string_view id) {
-  if (const auto* s = find(id)) append_log(s->json);
+  if (const auto* s = find(id)) log_revision(*s);
   if (log_bytes_ > kCompactAt) compact_log();
+}
+
+void IncidentStore::log_revision(const StoredIncident& s) {
+  if (log_path_.empty()) return;
+  auto& logged = logged_[s.incident.id];
+  if (logged >= s.incident.revision) return;
+  // Revisions the history holds that were never logged (accepted while a sink held them in memory only): the
+  // history goes first, so a restart shows them.
+  const auto& entries = s.history.entries();
+  std::string text;
+  if (entries.size() > 1 && entries[entries.size() - 2].revision > logged)
+    text = history_line(s.incident.id, s.history) + "\n";
+  text += s.json;
+  append_log(text);
+  logged = s.incident.revision;
 }
 
 IncidentStore::Accept IncidentStore::accept(const Incident& incident, bool persist) {
@@ -75,9 +122,11 @@ IncidentStore::Accept IncidentStore::accept(const Incident& incident, bool persi
     result = Accept::updated;
     count(it->second.incident, -1);
   }
-  StoredIncident s{incident, to_json(incident), next_order_++};
+  RevisionHistory history = it != by_id_.end() ? std::move(it->second.history) : RevisionHistory{};
+  history.record(incident);
+  StoredIncident s{incident, to_json(incident), next_order_++, std::move(history)};
   count(incident, +1);
-  if (persist) append_log(s.json);
+  if (persist) log_revision(s);
   by_id_.insert_or_assign(incident.id, std::move(s));
   evict();
   if (log_bytes_ > kCompactAt) compact_log();
@@ -100,8 +149,12 @@ void IncidentStore::compact_log() {
   all.reserve(by_id_.size());
   for (const auto& [id, s] : by_id_) all.push_back(&s);
   std::sort(all.begin(), all.end(), [](auto* a, auto* b) { return a->order < b->order; });
-  std::string text;
-  for (auto* s : all) text.append(s->json).append("\n");
+  std::string text = std::string(kHeaderKey) + std::to_string(kLogVersion) + "}\n";
+  for (auto* s : all) {
+    if (s->history.entries().size() > 1 || s->history.omitted() > 0)
+      text.append(history_line(s->incident.id, s->history)).append("\n");
+    text.append(s->json).append("\n");
+  }
   if (!write_file_atomic(log_path_, text)) return;  // the old log stays; it is only longer
   log_bytes_ = text.size();
 }
@@ -119,6 +172,7 @@ void IncidentStore::evict() {
       if ((resolved && !vres) || (resolved == vres && it->second.order < victim->second.order)) victim = it;
     }
     count(victim->second.incident, -1);
+    logged_.erase(victim->first);
     by_id_.erase(victim);
   }
 }

@@ -245,9 +245,10 @@ struct WebhookContext {
 Result<std::unique_ptr<Sink>> make_webhook_sink(const SinkConfig& config, const WebhookContext& context);
 
 // ---------------------------------------------------------------------------------------------------------------
-// Incident store: the latest revision of recent incidents, for the API and the page, and for deduplication (a
-// revision not newer than the one held is ignored). Optionally persisted as an append-only JSON-lines log that is
-// compacted when it grows; on open the latest revision of each incident is restored.
+// Incident store: the latest revision of recent incidents and their bounded revision history (RevisionHistory), for
+// the API and the page, and for deduplication (a revision not newer than the one held is ignored). Optionally
+// persisted as an append-only JSON-lines log (versioned; the version 1 log of revisions only is still read) that is
+// compacted when it grows; on open the latest revision of each incident and its history are restored.
 
 class IncidentStore final : public Sink, public IncidentView {
  public:
@@ -277,6 +278,7 @@ class IncidentStore final : public Sink, public IncidentView {
  private:
   void count(const Incident& incident, int delta);
   void append_log(const std::string& json);
+  void log_revision(const StoredIncident& stored);
   void compact_log();
   void evict();
   std::size_t capacity_;
@@ -284,6 +286,7 @@ class IncidentStore final : public Sink, public IncidentView {
   std::uint64_t next_order_ = 1;
   std::uint64_t log_bytes_ = 0;
   std::unordered_map<std::string, StoredIncident> by_id_;
+  std::unordered_map<std::string, std::uint32_t> logged_;  // the newest revision of each id in the log
   mutable std::mutex counts_mutex_;
   std::map<std::pair<std::string, Severity>, std::size_t> firing_counts_;
 };

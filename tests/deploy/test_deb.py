@@ -82,6 +82,12 @@ def main():
             assert rc == 0, "bash completion does not parse: " + text
             with open(os.path.join(unpacked, "usr/share/zsh/vendor-completions/_faultline")) as f:
                 assert f.read().startswith("#compdef faultline")
+            if shutil.which("zsh"):  # the shipped file, found on fpath where Debian's zsh looks for it
+                dump = os.path.join(out, "zcompdump")
+                rc, text = sh(["zsh", "-f", "-c", 'fpath=("$1" $fpath); autoload -U compinit; compinit -u -d "$2"; '
+                               'print -r -- "faultline: ${_comps[faultline]}"', "zsh",
+                               os.path.join(unpacked, "usr/share/zsh/vendor-completions"), dump])
+                assert rc == 0 and "faultline: _faultline" in text, "zsh does not register the completion:\n" + text
             if shutil.which("man"):
                 rc, text = sh(["man", "-l", "-P", "cat", os.path.join(unpacked, "usr/share/man/man1/faultline.1")],
                               env=dict(os.environ, MANWIDTH="100"))

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The HTTP API of a real `faultline run`: /healthz, /readyz, /api/v1/incidents (filters), /api/v1/incidents/<id>,
 /api/v1/rules, /api/v1/status, the live stream /api/v1/events, the page at /, the bearer token and the page's session
-cookie, and the --webhook shortcut delivering the same incidents."""
+cookie, and the --webhook shortcut delivering the same incidents; one incident's revision history survives a restart."""
 import http.client
 import json
 import os
@@ -57,6 +57,8 @@ def test(work):
     check(status == 200 and json.loads(body)["status"] == "resolved", "one incident: %s %s" % (status, body[:200]))
     check(hdrs.get("Content-Type") == "application/json", "content type %s" % hdrs.get("Content-Type"))
     check(api("/api/v1/incidents/0000000000000000")[0] == 404, "unknown id")
+    history = [(r["revision"], r["change"], r["status"]) for r in json.loads(body)["history"]["revisions"]]
+    check(history == [(1, "first", "firing"), (2, "status", "resolved")], "history of one incident: %s" % history)
 
     rules = json.loads(api("/api/v1/rules")[2])
     check([r["id"] for r in rules["rules"]] == ["e2e-boom"], "rules: %s" % rules)
@@ -119,6 +121,14 @@ def test(work):
     check(fl.metric("faultline_incidents_active", rule="e2e-boom") == 3, "incidents_active")
     check(fl.metric("faultline_http_requests_total", handler="unauthorized") >= 3, "401s counted")
     check(fl.stop() == 0, "faultline exited non-zero")
+
+    # A restart on the same state dir keeps the history the store had.
+    again = tl.boom_daemon(work, "server:\n  api_token_file: %s\n" % token, name="again")
+    status, _, body = tl.http_get(again.base + "/api/v1/incidents/" + one_id, auth)
+    check(status == 200, "after a restart: %s %s" % (status, body[:200]))
+    kept = [(r["revision"], r["change"], r["status"]) for r in json.loads(body)["history"]["revisions"]]
+    check(kept == history, "history after a restart: %s" % kept)
+    check(again.stop() == 0, "faultline (restarted) exited non-zero")
 
 
 if __name__ == "__main__":

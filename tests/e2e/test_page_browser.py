@@ -8,6 +8,7 @@ marked; hostile log text is shown as text (no element injected, no alert); at ph
 sideways; the browser logs no error. With server.api_token_file the API answers 401 without the token or a session,
 and the login form gets the browser a session cookie (HttpOnly, SameSite=Strict). Screenshots go to the artifacts
 directory: $FAULTLINE_ARTIFACTS_DIR, else <build dir>/test-artifacts/test_page_browser, else the work dir."""
+import json
 import os
 import shutil
 import signal
@@ -34,6 +35,26 @@ from faultline_testlib import check, wait_until  # noqa: E402
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 CORPUS = os.path.join(tl.SOURCE_DIR, "tests", "corpus", "real", "engine_core_fatal__johnpfeiffer-b300-flashmla-tma.log")
+# Raised as an early warning, escalated to critical, then resolved: three revisions of one incident.
+ESCALATE_RULE = r"""
+id: e2e-escalate
+title: "E2E escalation"
+severity: critical
+events:
+  warm:
+    regex: 'HEAT WARN'
+  hot:
+    regex: 'HEAT FAIL'
+  cool:
+    regex: 'HEAT COOL'
+sequence:
+  - event: warm
+    severity: warning
+  - event: hot
+lifetime:
+  quiet: 1h
+  resolve_on: [cool]
+"""
 HOSTILE = ('BOOM 666 <script>window.__pwned=1;alert(1)</script><img src=x onerror="window.__pwned=2"> '
            '"quoted" \'single\' \x1b[31mred\x1b[0m \x07bell end')
 
@@ -132,6 +153,7 @@ class Browser:
 def test(work):
     shots = artifacts_dir(work)
     work.write_rule("e2e-boom.yaml", tl.BOOM_RULE)
+    work.write_rule("e2e-escalate.yaml", ESCALATE_RULE)
     catalog = os.path.join(tl.SOURCE_DIR, "rules")
     hostile_file = os.path.join(work.logs, 'x"><img src=x onerror="window.__pwned=3">.log')
     open(hostile_file, "w").close()
@@ -247,6 +269,31 @@ def test(work):
     check(b.js("return document.querySelectorAll('.rule-card').length") >= 30, "the catalog is listed")
     d.save_screenshot(os.path.join(shots, "06-rules.png"))
 
+    # An incident that escalated and resolved while no page was open: a page opened afterwards shows its timeline
+    # from the store's history (this page never saw its revisions arrive).
+    def escalation():
+        status, _, body = tl.http_get(fl.base + "/api/v1/incidents?rule=e2e-escalate")
+        found = json.loads(body)["incidents"] if status == 200 else []
+        return found[0] if found else None
+    d.get("about:blank")
+    for line, want in (("HEAT WARN", ("warning", "firing")), ("HEAT FAIL", ("critical", "firing")),
+                       ("HEAT COOL", ("critical", "resolved"))):
+        work.append("%s on the e2e node" % line)
+        wait_until(lambda: (lambda i: i and (i["severity"], i["status"]) == want)(escalation()), 20,
+                   what="the e2e-escalate incident at %s" % (want,))
+    escalated = escalation()
+    check(escalated["revision"] == 3, "escalation revisions: %s" % escalated)
+    d.get(fl.base + "/#incident/" + escalated["id"])
+    b.wait("return document.querySelector('#incident-view .timeline li[data-revision=\"3\"]')", "the timeline")
+    steps = b.js("return [...document.querySelectorAll('#incident-view .timeline li')]"
+                 ".map(li => [li.dataset.change, li.querySelector('span').textContent])")
+    check([c for c, _ in steps] == ["first", "severity", "status"], "timeline steps: %s" % steps)
+    check("warning" in steps[0][1] and "escalated warning → critical" in steps[1][1] and "resolved" in steps[2][1],
+          "timeline text: %s" % steps)
+    view_text = b.text("#incident-view")
+    check("null" not in view_text and "undefined" not in view_text, "a missing part shown as text: %s" % view_text)
+    d.save_screenshot(os.path.join(shots, "07-timeline.png"))
+
     errors = b.errors()
     check(not errors, "browser console errors: %s" % errors)
     b.quit()
@@ -266,7 +313,7 @@ def test(work):
     d2 = b2.driver
     d2.get(secured.base + "/")
     b2.wait("return !document.getElementById('login-view').hidden", "the login form")
-    d2.save_screenshot(os.path.join(shots, "07-login.png"))
+    d2.save_screenshot(os.path.join(shots, "08-login.png"))
     d2.find_element(By.ID, "login-token").send_keys("page-secret-7")
     d2.find_element(By.CSS_SELECTOR, "#login-form button[type=submit]").click()
     b2.wait("return !document.getElementById('incidents-view').hidden && document.body.dataset.rendered >= 1",

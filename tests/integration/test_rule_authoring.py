@@ -4,7 +4,9 @@
   meant; a rule without tests fails;
 - `rules show ID` shows where the rule is defined, its patterns, the fields it captures, its texts and its tests;
 - `check` rejects a placeholder that names no field of the rule, and a bare "?" default, at file:line:column;
-- `scan --explain` says when an event's level filter dropped a line its pattern matched."""
+- `scan --explain` says when an event's level filter dropped a line its pattern matched, and when a matching line
+  did not count because of the rule's tolerance: out of its window, arrived early in a rule without one, or optional
+  evidence that came after the hold for it ended."""
 import os
 import sys
 
@@ -106,6 +108,34 @@ def test(work):
     check(rc == 0, "scan: exit %d (nothing should fire)\n%s" % (rc, out))
     check("line 1: levelled/e matched, dropped by its level filter (line level: info; the event takes: error)" in out,
           "explain says nothing of the level filter:\n%s" % out)
+
+    # scan --explain and tolerance: each matching line that does not count is named, with the rule and why.
+    tolerant = work.file("tolerant.yaml", "id: tolerant\ntitle: t\nseverity: warning\nevents:\n"
+                         "  a: {regex: 'STEP-A'}\n  ctx: {regex: 'CONTEXT'}\n  b: {regex: 'STEP-B'}\n"
+                         "sequence:\n  - event: a\n  - {event: ctx, optional: true}\n  - event: b\n"
+                         "tolerance: {lines: 3}\n")
+    strict = work.file("strict.yaml", "id: strict\ntitle: s\nseverity: warning\nevents:\n"
+                       "  a: {regex: 'STRICT-A'}\n  b: {regex: 'STRICT-B'}\nsequence:\n  - event: a\n  - event: b\n")
+    lines = ["STEP-B too early"] + ["filler"] * 5 + ["STEP-A", "STEP-B", "filler", "filler", "filler", "filler",
+                                                     "CONTEXT too late", "STRICT-B first", "STRICT-A second"]
+    log = work.file("order.log", "\n".join(lines) + "\n")
+    rc, out = run("scan", "--rules", tolerant, "--rules", strict, "--explain", log)
+    check(rc == 1, "scan: exit %d (tolerant fires)\n%s" % (rc, out))
+    for want in (
+            "line 1: tolerant/b matched, not counted: 6 lines and 0s from line 7, where step 1 (a) completed, is out "
+            "of the rule's tolerance (lines: 3, time: any)",
+            "line 13: tolerant/ctx matched, not in incident ",
+            "it came after the rule's tolerance (3 lines) had passed, and the incident went out without it",
+            "line 14: strict/b matched, not counted: it is step 2 and arrived before step 1 (a) completed in [",
+            "the rule has no tolerance, so an early hit is not taken later"):
+        check(want in out, "explain does not say %r:\n%s" % (want, out))
+    check(out.count("line 1: tolerant/b matched") == 1, "the out-of-window line is named more than once:\n%s" % out)
+    # More early hits than are remembered for the window: the oldest are dropped, and said so.
+    crowded = work.file("crowded.log", "".join("STEP-B early %d\n" % i for i in range(34)) + "STEP-A\n")
+    rc, out = run("scan", "--rules", tolerant, "--explain", crowded)
+    check("line 1: tolerant/b matched, dropped: more than 32 early hits waited in [" in out and
+          "line 3: tolerant/b matched, dropped" not in out,
+          "explain does not say which early hits were dropped:\n%s" % out)
 
 
 if __name__ == "__main__":

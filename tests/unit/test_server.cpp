@@ -89,6 +89,25 @@ TEST_CASE("incident API filters", "[server]") {
   CHECK(api.get("/api/v1/incidents/nope").status == 404);
 }
 
+TEST_CASE("one incident carries the revision history the store kept", "[server]") {
+  Api api;
+  auto b = incident("bbbb", "nccl-timeout", Severity::critical, "2026-03-01T11:00:30Z");
+  b.revision = 2;
+  api.store.accept(b);
+  auto j = nlohmann::json::parse(api.get("/api/v1/incidents/bbbb").body);
+  CHECK(j["revision"] == 2);
+  REQUIRE(j["history"]["revisions"].size() == 2);
+  CHECK(j["history"]["revisions"][0]["change"] == "first");
+  CHECK(j["history"]["revisions"][0]["severity"] == "warning");
+  CHECK(j["history"]["revisions"][1]["change"] == "severity");
+  CHECK(j["history"]["revisions"][1]["severity"] == "critical");
+  CHECK(j["history"]["revisions"][1]["last_seen"] == "2026-03-01T11:00:30.000Z");
+  CHECK(j["history"]["omitted"] == 0);
+  // The list stays one revision per incident.
+  auto list = nlohmann::json::parse(api.get("/api/v1/incidents").body);
+  for (auto& i : list["incidents"]) CHECK(!i.contains("history"));
+}
+
 TEST_CASE("rules, health, readiness, metrics, page", "[server]") {
   Api api;
   auto rules = nlohmann::json::parse(api.get("/api/v1/rules").body);

@@ -466,6 +466,125 @@ TEST_CASE("incident store: dedup, filters, eviction, persistence", "[sinks]") {
   CHECK(again.accept(make_incident("a", 2)) == IncidentStore::Accept::duplicate);  // survives restart
 }
 
+namespace {
+Incident revision_of(std::string id, std::uint32_t revision, Severity severity, IncidentStatus status,
+                     std::uint32_t count) {
+  auto inc = make_incident(std::move(id), revision, severity);
+  inc.status = status;
+  inc.count = count;
+  inc.last_seen = inc.first_seen + std::chrono::seconds(revision);
+  return inc;
+}
+std::vector<std::uint32_t> revisions(const RevisionHistory& h) {
+  std::vector<std::uint32_t> out;
+  for (const auto& e : h.entries()) out.push_back(e.revision);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("revision history: the first, every change, the last count updates; bounded", "[sinks]") {
+  RevisionHistory h;
+  std::uint32_t rev = 1;
+  CHECK(h.record(revision_of("a", rev, Severity::warning, IncidentStatus::firing, 1)));
+  CHECK(!h.record(revision_of("a", rev, Severity::warning, IncidentStatus::firing, 1)));  // not newer
+  for (std::uint32_t n = 2; n <= 20; ++n)
+    h.record(revision_of("a", ++rev, Severity::warning, IncidentStatus::firing, n));
+  h.record(revision_of("a", ++rev, Severity::critical, IncidentStatus::firing, 20));  // escalation: revision 21
+  for (std::uint32_t n = 21; n <= 30; ++n)
+    h.record(revision_of("a", ++rev, Severity::critical, IncidentStatus::firing, n));
+  h.record(revision_of("a", ++rev, Severity::critical, IncidentStatus::resolved, 30));  // revision 32
+  const auto& e = h.entries();
+  REQUIRE(e.size() == 1 + 1 + RevisionHistory::kMaxCounts + 1);
+  CHECK(e.front().revision == 1);
+  CHECK(e.front().change == RevisionChange::first);
+  CHECK(e[1].revision == 21);
+  CHECK(e[1].change == RevisionChange::severity);
+  CHECK(e[1].severity == Severity::critical);
+  CHECK(e[2].revision == 32 - RevisionHistory::kMaxCounts);  // only the last count updates
+  CHECK(e.back().revision == 32);
+  CHECK(e.back().change == RevisionChange::status);
+  CHECK(h.omitted() == 32 - e.size());
+
+  // A long run of status changes: bounded in entries and bytes, the first and the newest kept.
+  for (int i = 0; i < 500; ++i) {
+    auto status = i % 2 ? IncidentStatus::resolved : IncidentStatus::firing;
+    h.record(revision_of("a", ++rev, Severity::critical, status, 30));
+  }
+  CHECK(h.entries().size() <= RevisionHistory::kMaxEntries);
+  CHECK(h.bytes() <= RevisionHistory::kMaxBytes);
+  CHECK(h.to_json().size() <= RevisionHistory::kMaxBytes);
+  CHECK(h.entries().front().revision == 1);
+  CHECK(h.entries().back().revision == rev);
+  CHECK(h.omitted() == rev - h.entries().size());
+
+  auto again = RevisionHistory::from_json(h.to_json());
+  REQUIRE(again);
+  CHECK(revisions(*again) == revisions(h));
+  CHECK(again->omitted() == h.omitted());
+  std::string error;
+  CHECK(!RevisionHistory::from_json(R"({"revisions":[{"revision":2},{"revision":1}]})", &error));
+  CHECK(!error.empty());
+  CHECK(!RevisionHistory::from_json("{\"revisions\":[", &error));
+}
+
+TEST_CASE("incident store: the history survives a restart and compaction", "[sinks]") {
+  TempDir tmp;
+  std::string log = tmp.path + "/incidents.jsonl";
+  {
+    IncidentStore st(10, log);
+    REQUIRE(st.open());
+    st.accept(revision_of("a", 1, Severity::warning, IncidentStatus::firing, 1));
+    // Held in memory only until persist(): the sinks' spools did not have them durable yet.
+    st.accept(revision_of("a", 2, Severity::critical, IncidentStatus::firing, 1), false);
+    st.accept(revision_of("a", 3, Severity::critical, IncidentStatus::firing, 2), false);
+    st.persist("a");
+    st.accept(revision_of("a", 4, Severity::critical, IncidentStatus::resolved, 2));
+    st.accept(revision_of("b", 1, Severity::info, IncidentStatus::firing, 1));
+    st.accept(revision_of("c", 1, Severity::info, IncidentStatus::firing, 1), false);  // never persisted
+    REQUIRE(st.find("a")->history.entries().size() == 4);
+  }
+  for (int round = 0; round < 2; ++round) {  // the second open reads what the first one's compaction wrote
+    INFO("round " << round);
+    IncidentStore st(10, log);
+    REQUIRE(st.open());
+    REQUIRE(st.find("a"));
+    const auto& h = st.find("a")->history;
+    CHECK(revisions(h) == std::vector<std::uint32_t>{1, 2, 3, 4});
+    CHECK(h.entries()[1].change == RevisionChange::severity);
+    CHECK(h.entries()[2].change == RevisionChange::count);
+    CHECK(h.entries()[3].change == RevisionChange::status);
+    CHECK(revisions(st.find("b")->history) == std::vector<std::uint32_t>{1});
+    CHECK(st.find("c") == nullptr);
+    CHECK(st.accept(revision_of("a", 4, Severity::critical, IncidentStatus::resolved, 2)) ==
+          IncidentStore::Accept::duplicate);
+  }
+  CHECK(read_file(log).rfind("{\"faultline_incident_log\":2}\n", 0) == 0);
+}
+
+TEST_CASE("incident store: a version 1 log (revisions only) is read, its revisions make the history", "[sinks]") {
+  TempDir tmp;
+  std::string log = tmp.path + "/incidents.jsonl";
+  {
+    std::ofstream out(log);
+    out << to_json(revision_of("a", 1, Severity::warning, IncidentStatus::firing, 1)) << "\n"
+        << to_json(revision_of("b", 1, Severity::info, IncidentStatus::firing, 1)) << "\n"
+        << to_json(revision_of("a", 2, Severity::critical, IncidentStatus::firing, 1)) << "\n"
+        << to_json(revision_of("a", 5, Severity::critical, IncidentStatus::resolved, 3)) << "\n"
+        << "{\"id\":\"torn";  // a crash mid-write
+  }
+  IncidentStore st(10, log);
+  REQUIRE(st.open());
+  CHECK(st.size() == 2);
+  const auto& h = st.find("a")->history;
+  CHECK(revisions(h) == std::vector<std::uint32_t>{1, 2, 5});
+  CHECK(h.entries()[1].change == RevisionChange::severity);
+  CHECK(h.entries()[2].change == RevisionChange::status);
+  CHECK(st.find("a")->incident.revision == 5);
+  auto text = read_file(log);  // rewritten in version 2, the history kept
+  CHECK(text.rfind("{\"faultline_incident_log\":2}\n", 0) == 0);
+  CHECK(text.find("{\"history_of\":\"a\"") != std::string::npos);
+}
+
 TEST_CASE("the Alertmanager endpoint is appended to the URL's path once", "[sinks]") {
   CHECK(alertmanager_alerts_target("/") == "/api/v2/alerts");
   CHECK(alertmanager_alerts_target("/am/") == "/am/api/v2/alerts");

@@ -252,17 +252,35 @@
     flush();
     return box;
   }
+  // The revisions the store kept (the API's "history": the first, every escalation and resolution, the last count
+  // updates), so a page opened afterwards shows how it went; revisions this page saw arrive fill in what was left out.
   function timeline(inc) {
-    const items = [[inc.first_seen, "first seen (revision 1)"]];
+    const kept = ((inc.history || {}).revisions || []).slice();
     for (const r of state.seen.get(inc.id) || [])
-      if (r.revision > 1) items.push([r.at, "revision " + r.revision + ": " + r.severity + ", " + r.status + ", count " + r.count + " (seen live)"]);
-    if (inc.revision > 1 && !(state.seen.get(inc.id) || []).some((r) => r.revision === inc.revision))
-      items.push([inc.last_seen, "revision " + inc.revision + ": count " + inc.count]);
-    items.push([inc.last_seen, "last line"]);
-    if (inc.status === "resolved") items.push([inc.last_seen, "resolved"]);
-    items.sort((a, b) => Date.parse(a[0]) - Date.parse(b[0]));
-    return el("ol", { class: "timeline" }, items.map(([t, what]) => el("li", {}, when(t), " ", el("span", {}, what))));
+      if (!kept.some((k) => k.revision === r.revision)) kept.push(Object.assign({ change: "seen", last_seen: r.at }, r));
+    if (!kept.some((k) => k.revision === inc.revision))
+      kept.push({ revision: inc.revision, change: "count", status: inc.status, severity: inc.severity, count: inc.count, last_seen: inc.last_seen });
+    kept.sort((a, b) => a.revision - b.revision);
+    const items = [];
+    let prev = null;
+    for (const r of kept) {
+      let what;
+      if (!prev && r.revision === 1) what = "first seen: " + r.severity + ", count " + r.count;
+      else if (prev && r.severity !== prev.severity) what = (sevRank(r.severity) > sevRank(prev.severity) ? "escalated " : "lowered ") + prev.severity + " → " + r.severity;
+      else if (prev && r.status !== prev.status) what = r.status === "resolved" ? "resolved" : "firing again";
+      else if (!prev) what = "first kept: " + r.severity + ", " + r.status;
+      else what = "count " + r.count;
+      if (prev && r.count !== prev.count && !what.startsWith("count")) what += ", count " + r.count;
+      items.push({ t: r.last_seen, what: "revision " + r.revision + " · " + what, change: r.change, revision: r.revision });
+      prev = r;
+    }
+    if (!kept.length || kept[0].revision !== 1) items.unshift({ t: inc.first_seen, what: "first seen (revision 1)", change: "first", revision: 1 });
+    const omitted = (inc.history || {}).omitted || 0;
+    return el("ol", { class: "timeline" }, items.map((i) => el("li", { "data-change": i.change, "data-revision": String(i.revision) },
+      when(i.t), " ", el("span", {}, i.what))),
+      omitted ? el("li", { class: "omitted" }, omitted + " revision" + (omitted === 1 ? "" : "s") + " not kept (count updates first)") : null);
   }
+  const sevRank = (s) => ({ info: 0, warning: 1, critical: 2 })[s] || 0;
 
   async function renderIncident(id) {
     const inc = await api("api/v1/incidents/" + encodeURIComponent(id));
@@ -271,7 +289,8 @@
     const view = $("incident-view");
     show("incident-view");
     const fields = Object.entries(inc.fields || {}), labels = Object.entries(Object.assign({}, inc.stream_labels, inc.labels));
-    view.replaceChildren(
+    // Through el(): a part the incident lacks (null) is left out, never written as the text "null".
+    view.replaceChildren(...el("div", {},
       el("p", {}, el("a", { href: "#", class: "back" }, "← all incidents")),
       el("h1", { class: "incident-title" }, inc.title),
       el("div", { class: "head" }, badges(inc), el("span", { class: "badge" }, "revision " + inc.revision),
@@ -294,7 +313,7 @@
       (inc.references || []).length ? el("div", {}, el("h2", {}, "References"),
         el("ul", { class: "refs" }, inc.references.map((r, i) => el("li", {}, i === 0 ? "runbook: " : "", link(r))))) : null,
       el("h2", {}, "Timeline"), timeline(inc),
-      el("p", { class: "raw" }, el("a", { href: "api/v1/incidents/" + encodeURIComponent(inc.id) }, "JSON")));
+      el("p", { class: "raw" }, el("a", { href: "api/v1/incidents/" + encodeURIComponent(inc.id) }, "JSON"))).childNodes);
   }
 
   // ---- rules ------------------------------------------------------------------------------------------------------
