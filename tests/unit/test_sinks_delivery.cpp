@@ -15,41 +15,12 @@
 #include "faultline/metrics.hpp"
 #include "faultline/sinks.hpp"
 #include "net_util.h"
+#include "sinks_support.hpp"
 
 using namespace faultline;
-namespace fs = std::filesystem;
+using namespace sinkstest;
 
 namespace {
-
-struct TempDir {
-  TempDir() {
-    char tmpl[] = "/tmp/faultline-delivery-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string path;
-};
-
-Incident make_incident(std::string id = "0123456789abcdef", std::uint32_t revision = 1) {
-  Incident inc;
-  inc.id = std::move(id);
-  inc.revision = revision;
-  inc.rule = "flashinfer-fmha-unsupported-arch";
-  inc.title = "FlashInfer FMHA kernel does not support this GPU";
-  inc.severity = Severity::critical;
-  inc.stream = "ml/vllm-0/vllm";
-  inc.stream_labels = {{"namespace", "ml"}, {"pod", "vllm-0"}, {"container", "vllm"}, {"node", "gpu-7"}};
-  inc.first_seen = *parse_rfc3339("2026-03-01T10:00:00Z");
-  inc.last_seen = *parse_rfc3339("2026-03-01T10:00:05Z");
-  inc.summary = "FMHA has no kernel for sm_120";
-  EvidenceLine e;
-  e.stream = inc.stream;
-  e.line = 10;
-  e.text = "RuntimeError: FMHA unsupported architecture";
-  e.event = "unsupported";
-  inc.evidence.push_back(e);
-  return inc;
-}
 
 // Polls a condition that another thread makes true (a receiver thread, the io thread).
 template <class Pred>
