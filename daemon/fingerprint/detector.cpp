@@ -43,11 +43,15 @@ bool fatal_anchor(StoryAnchor a) {
     case StoryAnchor::assertion:
     case StoryAnchor::go_panic:
     case StoryAnchor::exit_status:
+    case StoryAnchor::go_runtime_frame:  // the runtime prints these only as it dies (docs/fingerprints.md)
       return true;
     default:
       return false;
   }
 }
+
+// Anchors that mark a frame: they continue a story (a traceback's body) and open one only where no head was logged.
+bool frame_anchor(StoryAnchor a) { return a == StoryAnchor::python_frame || a == StoryAnchor::go_runtime_frame; }
 
 // Is this line (logger prefix removed) part of a failure story: a frame, a dump line, a chain marker?
 bool story_line(std::string_view stripped) {
@@ -85,7 +89,7 @@ bool exception_start(std::string_view t) { return !fingerprint_detail::exception
 // Is the story's next unindented line part of it: a traceback's exception, a panic's message on its own line?
 bool awaits_message(const std::vector<StoryAnchor>& anchors, std::string_view stripped) {
   for (auto a : anchors) {
-    if (a == StoryAnchor::traceback) return true;
+    if (a == StoryAnchor::traceback || a == StoryAnchor::python_frame) return true;
     if (a == StoryAnchor::rust_panic && trim(stripped).ends_with(":")) return true;
   }
   return false;
@@ -224,9 +228,13 @@ struct Detector::Impl {
       story.awaiting_exception = false;
     }
     if (!anchors.empty()) {
-      for (auto a : anchors) story.anchors.push_back(a);
       if (awaits_message(anchors, stripped)) story.awaiting_exception = true;
-      if (line.event.empty()) line.event = std::string(to_string(anchors.front()));
+      // A frame inside a story is part of its body: it neither names the line nor counts as one of its anchors.
+      for (auto a : anchors) {
+        if (frame_anchor(a)) continue;
+        story.anchors.push_back(a);
+        if (line.event.empty()) line.event = std::string(to_string(a));
+      }
     }
     append(story, std::move(line), relevant);
     if (story.lingering > options.linger_lines) close(st, out);
@@ -529,6 +537,13 @@ struct Detector::Impl {
         case StoryAnchor::exception_line:
           if (exception_start(t)) return true;
           break;
+        case StoryAnchor::python_frame:
+          // A traceback whose head is not in the log (a tail that began mid-traceback, an excerpt): its frames,
+          // when a logger printed them as an error. Below that (a warning's stack_info) it is no failure.
+          if (t.starts_with("File \"") && (level == Level::error || level == Level::critical)) return true;
+          break;
+        case StoryAnchor::go_runtime_frame:
+          return true;
         default:
           return true;
       }

@@ -85,6 +85,8 @@ constexpr std::array<std::string_view, kStoryAnchorCount> kAnchorPatterns{
     R"(|The program will terminate)",
     R"(\[Errno [0-9]+\] )",
     R"([A-Za-z0-9](Error|Exception|Failed|Failure): |\.OutOfResources: )",
+    R"(File "[^"\n]+", line [0-9]+)",
+    R"( fp=0x[0-9a-f]+ sp=0x[0-9a-f]+ pc=0x)",
 };
 
 }  // namespace
@@ -106,6 +108,8 @@ std::string_view to_string(StoryAnchor anchor) {
     case StoryAnchor::exit_status: return "exit-status";
     case StoryAnchor::errno_error: return "errno-error";
     case StoryAnchor::exception_line: return "exception";
+    case StoryAnchor::python_frame: return "python-frame";
+    case StoryAnchor::go_runtime_frame: return "go-runtime-frame";
   }
   return "";
 }
