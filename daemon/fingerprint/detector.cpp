@@ -492,6 +492,29 @@ struct Detector::Impl {
     bound(book, book_order);
   }
 
+  // Raises an incident of the book to `severity` (a new revision) when it is lower; the inventory follows.
+  void escalate(Incident& inc, Severity severity, Time at, std::vector<Incident>& out) {
+    inc.severity = severity;
+    ++inc.revision;
+    inc.last_seen = std::max(inc.last_seen, at);
+    inc.read_at = options.clock->steady();
+    ++stats.incidents[static_cast<std::size_t>(severity)];
+    if (auto e = inventory.find(inc.fingerprint); e != inventory.end()) {
+      e->second.severity = std::max(e->second.severity, severity);
+      ++inventory_version;
+    }
+    out.push_back(inc);
+  }
+
+  bool escalate(std::string_view id, Severity severity, std::vector<Incident>& out) {
+    for (auto& [key, inc] : book) {
+      if (inc.id != id) continue;
+      if (inc.severity < severity) escalate(inc, severity, inc.last_seen, out);
+      return true;
+    }
+    return false;
+  }
+
   // An exit or signal line that follows a story closely: the process ended with it. Raises the story's incident to
   // critical (a new revision) when it was not already.
   bool consequence(StreamState& st, const StoryLine& line, std::vector<Incident>& out) {
@@ -503,19 +526,8 @@ struct Detector::Impl {
     ++stats.consequences;
     if (after_story && !st.last_incident.empty()) {
       auto it = book.find(st.last_incident);
-      if (it != book.end() && it->second.severity != Severity::critical) {
-        Incident& inc = it->second;
-        inc.severity = Severity::critical;
-        ++inc.revision;
-        inc.last_seen = std::max(inc.last_seen, line.time);
-        inc.read_at = options.clock->steady();
-        ++stats.incidents[static_cast<std::size_t>(Severity::critical)];
-        if (auto e = inventory.find(inc.fingerprint); e != inventory.end()) {
-          e->second.severity = Severity::critical;
-          ++inventory_version;
-        }
-        out.push_back(inc);
-      }
+      if (it != book.end() && it->second.severity != Severity::critical)
+        escalate(it->second, Severity::critical, line.time, out);
     }
     return true;
   }
@@ -673,6 +685,10 @@ void Detector::tick(std::vector<Incident>& out) {
 }
 void Detector::finish(std::vector<Incident>& out) {
   if (impl_->options.enabled) impl_->finish(out);
+}
+
+bool Detector::escalate(std::string_view id, Severity severity, std::vector<Incident>& out) {
+  return impl_->options.enabled && impl_->escalate(id, severity, out);
 }
 
 std::vector<FingerprintEntry> Detector::inventory() const {

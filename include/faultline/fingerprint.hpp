@@ -137,6 +137,9 @@ class Detector {
   void tick(std::vector<Incident>& out);
   // End of input: every open story is closed.
   void finish(std::vector<Incident>& out);
+  // The unclassified incident `id` explains a cascade raised at `severity`: the cause pages at least as loud as the
+  // symptom it silences (a new revision, appended to `out`, when it was lower). False when it is not in the book.
+  bool escalate(std::string_view id, Severity severity, std::vector<Incident>& out);
 
   // Every fingerprint seen, in order of first sight.
   std::vector<FingerprintEntry> inventory() const;
