@@ -698,6 +698,19 @@ std::vector<FingerprintEntry> Detector::inventory() const {
   }
   return out;
 }
+void Detector::restore_inventory(std::vector<FingerprintEntry> entries) {
+  Impl& m = *impl_;
+  m.inventory.clear();
+  m.inventory_order.clear();
+  for (auto& e : entries) {
+    if (e.fingerprint.empty() || m.inventory.count(e.fingerprint)) continue;
+    m.inventory_order.push_back(e.fingerprint);
+    m.inventory.emplace(e.fingerprint, std::move(e));
+  }
+  m.bound(m.inventory, m.inventory_order);
+  ++m.inventory_version;
+}
+
 std::size_t Detector::distinct() const { return impl_->inventory.size(); }
 std::uint64_t Detector::inventory_version() const { return impl_->inventory_version; }
 const DetectorStats& Detector::stats() const { return impl_->stats; }

@@ -583,3 +583,42 @@ TEST_CASE("the Go runtime's crash dump without its panic line is a critical stor
   logged.replay.finish();
   CHECK(logged.replay.incidents().empty());
 }
+
+TEST_CASE("the inventory's saved form: round trip, bounded, bad input is an error", "[fingerprint]") {
+  std::vector<FingerprintEntry> inv;
+  for (int i = 0; i < static_cast<int>(kMaxSavedFingerprints) + 40; ++i) {
+    FingerprintEntry e;
+    e.fingerprint = "fp" + std::to_string(i);
+    e.type = "RuntimeError";
+    e.message_template = "boom <num>";
+    e.count = static_cast<std::uint64_t>(i + 1);
+    e.first_seen = at(i);
+    e.last_seen = at(i < 40 ? 100000 + i : 2 * i);  // the first 40 were seen again most recently
+    e.streams = {"/var/log/a.log"};
+    e.example.assign(30, std::string(1000, 'x'));
+    e.claimed_by = i % 2 ? "cuda-oom" : "";
+    e.severity = Severity::critical;
+    inv.push_back(std::move(e));
+  }
+  const std::string saved = inventory_state_json(inv);
+  CHECK(saved.size() < 3u * 1024 * 1024);
+  auto back = inventory_from_state_json(saved);
+  REQUIRE(back);
+  REQUIRE(back->size() == kMaxSavedFingerprints);
+  CHECK(back->front().fingerprint == "fp0");  // recently seen again: kept, in order of first sight
+  CHECK(back->front().count == 1);
+  CHECK(back->front().first_seen == at(0));
+  CHECK(back->front().example.size() == kMaxSavedExampleLines);
+  CHECK(back->front().example[0].size() == kMaxSavedExampleText);
+  CHECK(back->at(1).claimed_by == "cuda-oom");
+  CHECK(std::none_of(back->begin(), back->end(), [](const auto& e) { return e.fingerprint == "fp40"; }));
+
+  Harness h(compile_yaml(kRules));
+  h.pipeline.load_fingerprints(saved);
+  CHECK(h.pipeline.detector().distinct() == kMaxSavedFingerprints);
+
+  CHECK_FALSE(inventory_from_state_json("{\"version\": 2, \"entries\": []}"));
+  CHECK_FALSE(inventory_from_state_json("{\"version\": 1, \"entries\": [{\"fingerprint\": 7}]}"));
+  CHECK_FALSE(inventory_from_state_json("not json"));
+  CHECK_FALSE(h.pipeline.load_fingerprints("{\"version\": 1}"));
+}
