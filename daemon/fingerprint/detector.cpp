@@ -63,10 +63,11 @@ bool story_line(std::string_view stripped) {
       "Stack (most recent call first)", "Current thread 0x", "Thread 0x", "Extension modules:",
       "*** Check failure stack trace", "stack backtrace:", "Exception raised from", "note: run with",
       "PC: @", "*** SIG", "[Previous line repeated", "frame #", "goroutine ", "created by ", "Traceback (most recent",
-      "Fatal Python error", "Error in cpuinfo", "Aborted", "@ 0x", "File \"", "^"};
+      "Fatal Python error", "Error in cpuinfo", "Aborted (", "@ 0x", "File \"", "^"};
   for (auto m : kMarkers) {
     if (t.starts_with(m)) return true;
   }
+  if (t == "Aborted") return true;  // a shell's report of SIGABRT (not vLLM's "Aborted request ...")
   // Go frames: "runtime.gopark(0x1b8?, ...)" / "main.main()".
   if (auto open = t.find('('); open != std::string_view::npos && open > 0 && t.back() == ')' &&
                                t.substr(0, open).find(' ') == std::string_view::npos &&
@@ -101,6 +102,7 @@ struct StoryLine {
   Time time{};
   Level level = Level::unknown;
   std::string text;
+  std::uint32_t prefix = 0;  // length of its logger prefix (strip_log_prefix), found once as the line is read
   std::string event;  // the anchor it hit; empty for other lines
   std::int32_t claimed_by = -1;  // the non-cascade rule whose event hit the line
   bool consequence = false;      // a cascade rule's event hit the line (engine dead, worker died, ...)
@@ -138,8 +140,6 @@ struct StreamState {
   std::int32_t last_claim_rule = -1;
   Time last_claim_time{};
   std::string last_incident;         // the book key of the incident the last story raised
-  std::uint32_t last_index = 0;      // in this batch
-  bool in_batch = false;
 };
 
 }  // namespace
@@ -155,7 +155,8 @@ struct Detector::Impl {
   std::deque<std::string> inventory_order;
   std::unordered_map<std::string, Incident> book;  // logical stream + fingerprint → latest revision
   std::deque<std::string> book_order;
-  std::vector<std::uint32_t> touched;
+  std::vector<std::uint8_t> seen;  // per stream, while a batch's last lines are found
+  std::size_t open_stories = 0;    // streams with an open story: while none, only anchor and hit records are read
   std::uint64_t inventory_version = 0;
 
   StreamState& stream(std::uint32_t index) {
@@ -221,6 +222,7 @@ struct Detector::Impl {
                       std::vector<Incident>& out) {
     OpenStory& story = *st.story;
     std::string_view stripped = strip_log_prefix(line.text);
+    line.prefix = static_cast<std::uint32_t>(line.text.size() - stripped.size());
     bool relevant = !anchors.empty() || story_line(stripped);
     if (story.awaiting_exception && !stripped.empty() && !is_blank(stripped[0]) && !trim(stripped).empty() &&
         !trim(stripped).starts_with("File \"")) {
@@ -249,9 +251,12 @@ struct Detector::Impl {
     story.prior_claim_rule = st.last_claim_rule;
     story.instance = st.identity.instance;
     story.anchors = anchors;
-    story.awaiting_exception = awaits_message(anchors, strip_log_prefix(line.text));
+    const std::string_view stripped = strip_log_prefix(line.text);
+    line.prefix = static_cast<std::uint32_t>(line.text.size() - stripped.size());
+    story.awaiting_exception = awaits_message(anchors, stripped);
     line.event = std::string(to_string(anchors.front()));
     st.story = std::move(story);
+    ++open_stories;
     append(*st.story, std::move(line), true);
   }
 
@@ -281,7 +286,7 @@ struct Detector::Impl {
     // A traceback the interpreter printed itself (no logger around it) ends the process, unless a thread died.
     const bool traceback = std::find(story.anchors.begin(), story.anchors.end(), StoryAnchor::traceback) !=
                            story.anchors.end();
-    if (traceback && !texts.empty() && strip_log_prefix(texts.front()) == texts.front() &&
+    if (traceback && !texts.empty() && story.lines.front().prefix == 0 &&
         story.lines.front().level == Level::unknown && !contains(story.context_text, "Exception in thread") &&
         !contains(texts.front(), "Exception in thread"))
       return Severity::critical;
@@ -300,6 +305,7 @@ struct Detector::Impl {
   void close(StreamState& st, std::vector<Incident>& out) {
     OpenStory story = std::move(*st.story);
     st.story.reset();
+    --open_stories;
     ++stats.stories;
     // Claimed: a typed rule matched a line of the story, or of the lines that followed it closely.
     std::int32_t claimed = -1;
@@ -315,10 +321,14 @@ struct Detector::Impl {
     story.lines.resize(std::max<std::size_t>(story.relevant_end, 1));
     st.last_story_end = story.lines.back().line;
 
-    std::vector<std::string_view> texts;
+    std::vector<std::string_view> texts, stripped;
     texts.reserve(story.lines.size());
-    for (const auto& l : story.lines) texts.push_back(l.text);
-    FailureSignature sig = signature_of(texts);
+    stripped.reserve(story.lines.size());
+    for (const auto& l : story.lines) {
+      texts.push_back(l.text);
+      stripped.push_back(texts.back().substr(l.prefix));
+    }
+    FailureSignature sig = fingerprint_detail::signature_of_stripped(texts, stripped);
 
     // The level the story was printed at: its first line's, else the highest its lines carry, else the record it
     // continues (a traceback under "DEBUG ... exc_info") when that was below error.
@@ -563,29 +573,43 @@ struct Detector::Impl {
     return false;
   }
 
+  // The line of stream `s` before record `i` of the batch: the batch's earlier record of the stream, else the
+  // stream's last line of the previous batch (kept in st.prev_*).
+  void line_before(StreamState& st, std::uint32_t s, const RecordBatch& batch, std::size_t i) {
+    const auto& records = batch.records();
+    for (std::size_t k = i; k-- > 0;) {
+      if (records[k].stream != s) continue;
+      st.prev_level = batch[k].level;
+      st.prev_text = std::string(batch.text(k).substr(0, 512));
+      return;
+    }
+  }
+
   void process(const RecordBatch& batch, const std::vector<AnchorHit>& anchors, const std::vector<Hit>& hits,
                std::vector<Incident>& out) {
     const auto& records = batch.records();
+    const std::size_t n = records.size();
     std::size_t a = 0, h = 0;
     std::vector<StoryAnchor> here;
-    touched.clear();
-    for (std::size_t i = 0; i < records.size(); ++i) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (open_stories == 0) {
+        // No story open: only the records an anchor or a rule's event hit matter. Jump to the next one.
+        const std::size_t next_anchor = a < anchors.size() ? anchors[a].record : n;
+        const std::size_t next_hit = h < hits.size() ? hits[h].record : n;
+        i = std::max(i, std::min(next_anchor, next_hit));
+        if (i >= n) break;
+      }
       const std::uint32_t s = records[i].stream;
       StreamState& st = stream(s);
-      const bool earlier_in_batch = st.in_batch;
-      if (!st.in_batch) {
-        st.in_batch = true;
-        touched.push_back(s);
-      }
       here.clear();
       while (a < anchors.size() && anchors[a].record < i) ++a;
       while (a < anchors.size() && anchors[a].record == i) here.push_back(anchors[a++].anchor);
       std::int32_t claimed = -1;
       bool consequence_hit = false;
       while (h < hits.size() && hits[h].record < i) ++h;
-      for (std::size_t k = h; k < hits.size() && hits[k].record == i; ++k) {
-        if (claims(hits[k])) claimed = static_cast<std::int32_t>(hits[k].event.rule);
-        consequence_hit = consequence_hit || cascade(hits[k]);
+      for (; h < hits.size() && hits[h].record == i; ++h) {
+        if (claims(hits[h])) claimed = static_cast<std::int32_t>(hits[h].event.rule);
+        consequence_hit = consequence_hit || cascade(hits[h]);
       }
       if (claimed >= 0) {
         st.last_claim = records[i].line;
@@ -600,21 +624,22 @@ struct Detector::Impl {
           continue_story(st, std::move(line), here, out);
         } else if (opens(here, line.text, line.level) && !(std::all_of(here.begin(), here.end(), consequence_anchor) &&
                                                            consequence(st, line, out))) {
-          if (earlier_in_batch) {
-            st.prev_level = batch[st.last_index].level;
-            st.prev_text = std::string(batch.text(st.last_index).substr(0, 512));
-          }
+          line_before(st, s, batch, i);
           open_story(st, std::move(line), here);
         }
       }
-      st.last_index = static_cast<std::uint32_t>(i);
     }
-    // Each stream's last line of the batch: what a story opening in the next batch continues.
-    for (std::uint32_t s : touched) {
-      StreamState& st = streams[s];
-      st.in_batch = false;
-      st.prev_level = batch[st.last_index].level;
-      st.prev_text = std::string(batch.text(st.last_index).substr(0, 512));
+    // Each stream's last line of the batch: what a story opening in the next batch continues. Found from the end,
+    // until every stream has been seen or the batch is done.
+    seen.assign(streams.size(), 0);
+    std::size_t left = streams.size();
+    for (std::size_t k = n; k-- > 0 && left > 0;) {
+      const std::uint32_t s = records[k].stream;
+      if (s >= seen.size() || seen[s]) continue;
+      seen[s] = 1;
+      --left;
+      streams[s].prev_level = batch[k].level;
+      streams[s].prev_text = std::string(batch.text(k).substr(0, 512));
     }
   }
 

@@ -110,10 +110,11 @@ std::string_view strip_log_prefix(std::string_view line) {
       std::string_view bare = w;
       if (!bare.empty() && (bare.back() == ':' || bare.back() == '|')) bare.remove_suffix(1);
       const bool digits = !bare.empty() && std::all_of(bare.begin(), bare.end(), is_digit);
-      if (level_word(bare) || glog_head(bare) || time_token(bare) || source_position(w) || unit_pid(w) ||
-          w == "-" || w == "|" || (month && digits && bare.size() <= 2) || (timed && digits)) {
+      const bool clock = time_token(bare) || glog_head(bare);
+      if (clock || level_word(bare) || source_position(w) || unit_pid(w) || w == "-" || w == "|" ||
+          (month && digits && bare.size() <= 2) || (timed && digits)) {
         len = w.size();
-        timed = timed || time_token(bare) || glog_head(bare);
+        timed = timed || clock;
       } else if (month_word(bare)) {
         len = w.size();
         was_month = true;
@@ -418,6 +419,11 @@ FailureSignature signature_of(const std::vector<std::string_view>& raw) {
   std::vector<std::string_view> lines;
   lines.reserve(raw.size());
   for (auto l : raw) lines.push_back(strip_log_prefix(l));
+  return fingerprint_detail::signature_of_stripped(raw, lines);
+}
+
+FailureSignature fingerprint_detail::signature_of_stripped(const std::vector<std::string_view>& raw,
+                                                           const std::vector<std::string_view>& lines) {
 
   Candidate best;
   auto offer = [&best](int rank, std::size_t index, std::string type, std::string_view message,

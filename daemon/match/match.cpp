@@ -212,7 +212,7 @@ CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
     return result;
   }
   // The story anchors follow the rules' expressions: an expression id at or past ids.size() is an anchor.
-  for (std::size_t k = 0; k < kAnchorPatterns.size(); ++k) {
+  for (std::size_t k = 0; options.story_anchors && k < kAnchorPatterns.size(); ++k) {
     hs_ids.push_back(static_cast<unsigned>(patterns.size()));
     patterns.emplace_back(kAnchorPatterns[k]);
     flags.push_back(HS_FLAG_MULTILINE);

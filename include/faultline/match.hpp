@@ -63,6 +63,7 @@ struct AnchorHit {
 
 struct CompileOptions {
   std::string cache_dir;  // where serialized databases are kept; empty: no cache
+  bool story_anchors = true;  // false: the rules' events only (no failure stories: typed incidents only)
 };
 
 struct CompileInfo {
