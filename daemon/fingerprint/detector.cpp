@@ -156,7 +156,8 @@ struct Detector::Impl {
   std::unordered_map<std::string, Incident> book;  // logical stream + fingerprint → latest revision
   std::deque<std::string> book_order;
   std::vector<std::uint8_t> seen;  // per stream, while a batch's last lines are found
-  std::size_t open_stories = 0;    // streams with an open story: while none, only anchor and hit records are read
+  std::size_t open_stories = 0;
+  std::chrono::steady_clock::time_point read_now{};  // when the lines being processed were read (once a batch)    // streams with an open story: while none, only anchor and hit records are read
   std::uint64_t inventory_version = 0;
 
   StreamState& stream(std::uint32_t index) {
@@ -201,7 +202,7 @@ struct Detector::Impl {
 
   void append(OpenStory& story, StoryLine line, bool relevant) {
     story.last_time = std::max(story.last_time, line.time);
-    story.last_read = options.clock->steady();
+    story.last_read = read_now;
     if (story.lines.size() >= options.max_story_lines) {
       // Keep the beginning (the first traceback's head) and the latest lines.
       story.lines.erase(story.lines.begin() + 32);
@@ -245,6 +246,7 @@ struct Detector::Impl {
 
   void open_story(StreamState& st, StoryLine line, const std::vector<StoryAnchor>& anchors) {
     OpenStory story;
+    story.lines.reserve(48);  // a traceback and the lines that linger after it, without regrowing
     story.context_level = st.prev_level;
     story.context_text = st.prev_text;
     story.prior_claim = st.last_claim;
@@ -589,6 +591,7 @@ struct Detector::Impl {
                std::vector<Incident>& out) {
     const auto& records = batch.records();
     const std::size_t n = records.size();
+    read_now = options.clock->steady();
     std::size_t a = 0, h = 0;
     std::vector<StoryAnchor> here;
     for (std::size_t i = 0; i < n; ++i) {
