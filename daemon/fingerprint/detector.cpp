@@ -1,7 +1,13 @@
 // The Detector: per stream, at most one open story. An anchor opens it; the stream's following lines continue it
 // while they are part of a failure story (frames, chained tracebacks, what(), stack dumps, further anchors) and for
 // `linger_lines` more; then it closes and is fingerprinted. Only anchor lines and the lines of streams with an open
-// story are looked at: the cost on healthy logs is one store per line.
+// story are looked at: while no story is open, the lines between anchor and rule hits are skipped. What a story's lines
+// are and its severity: story_shape.cpp; the signature: signature.cpp.
+//
+// Why one file of about 600 lines: Detector::Impl is one state machine — a story's close counts it, inventories it,
+// decides whether it is claimed, a consequence or raised, and updates the incident book, in one step that must
+// happen exactly once per story. Its parts share the per-stream state and the book; spread over files they would
+// need Impl in a header of its own, for no reader's gain.
 #include <algorithm>
 #include <cctype>
 #include <deque>
@@ -9,92 +15,13 @@
 
 #include "exception_line.hpp"
 #include "faultline/fingerprint.hpp"
+#include "story_shape.hpp"
 
 namespace faultline {
 
+using namespace fingerprint_detail;
+
 namespace {
-
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_blank(s.front())) s.remove_prefix(1);
-  while (!s.empty() && (is_blank(s.back()) || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
-bool contains(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
-
-bool below_error(Level l) {
-  return l == Level::trace || l == Level::debug || l == Level::info || l == Level::warning;
-}
-
-// Anchors that report the end of a process rather than a failure's cause: when one follows a story closely, it is
-// that story's consequence.
-bool consequence_anchor(StoryAnchor a) { return a == StoryAnchor::signal || a == StoryAnchor::exit_status; }
-
-// Anchors after which the process is gone.
-bool fatal_anchor(StoryAnchor a) {
-  switch (a) {
-    case StoryAnchor::terminate:
-    case StoryAnchor::signal:
-    case StoryAnchor::fatal_python:
-    case StoryAnchor::check_failed:
-    case StoryAnchor::glog_fatal:
-    case StoryAnchor::assertion:
-    case StoryAnchor::go_panic:
-    case StoryAnchor::exit_status:
-    case StoryAnchor::go_runtime_frame:  // the runtime prints these only as it dies (docs/fingerprints.md)
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Anchors that mark a frame: they continue a story (a traceback's body) and open one only where no head was logged.
-bool frame_anchor(StoryAnchor a) { return a == StoryAnchor::python_frame || a == StoryAnchor::go_runtime_frame; }
-
-// Is this line (logger prefix removed) part of a failure story: a frame, a dump line, a chain marker?
-bool story_line(std::string_view stripped) {
-  if (stripped.empty()) return false;
-  if (is_blank(stripped[0])) return true;  // frames, source lines, carets, what(), dump columns
-  std::string_view t = trim(stripped);
-  static constexpr std::string_view kMarkers[] = {
-      "The above exception was the direct cause", "During handling of the above exception",
-      "Stack (most recent call first)", "Current thread 0x", "Thread 0x", "Extension modules:",
-      "*** Check failure stack trace", "stack backtrace:", "Exception raised from", "note: run with",
-      "PC: @", "*** SIG", "[Previous line repeated", "frame #", "goroutine ", "created by ", "Traceback (most recent",
-      "Fatal Python error", "Error in cpuinfo", "Aborted (", "@ 0x", "File \"", "^"};
-  for (auto m : kMarkers) {
-    if (t.starts_with(m)) return true;
-  }
-  if (t == "Aborted") return true;  // a shell's report of SIGABRT (not vLLM's "Aborted request ...")
-  // Go frames: "runtime.gopark(0x1b8?, ...)" / "main.main()".
-  if (auto open = t.find('('); open != std::string_view::npos && open > 0 && t.back() == ')' &&
-                               t.substr(0, open).find(' ') == std::string_view::npos &&
-                               t.substr(0, open).find('.') != std::string_view::npos)
-    return true;
-  return t.size() > 1 && t[0] == '#' && t[1] >= '0' && t[1] <= '9';
-}
-
-// Exceptions that report a client or an operator going away, not a failure: a cancelled request's task, a client
-// that disconnected mid-stream, Ctrl-C. Stories rooted in one are inventoried, never raised.
-bool benign_type(std::string_view type) {
-  auto dot = type.rfind('.');
-  std::string_view name = dot == std::string_view::npos ? type : type.substr(dot + 1);
-  return name == "CancelledError" || name == "ClientDisconnected" || name == "ClientDisconnect" ||
-         name == "GeneratorExit" || name == "KeyboardInterrupt";
-}
-
-bool exception_start(std::string_view t) { return !fingerprint_detail::exception_class(t).empty(); }
-
-// Is the story's next unindented line part of it: a traceback's exception, a panic's message on its own line?
-bool awaits_message(const std::vector<StoryAnchor>& anchors, std::string_view stripped) {
-  for (auto a : anchors) {
-    if (a == StoryAnchor::traceback || a == StoryAnchor::python_frame) return true;
-    if (a == StoryAnchor::rust_panic && trim(stripped).ends_with(":")) return true;
-  }
-  return false;
-}
 
 struct StoryLine {
   std::uint64_t line = 0;
@@ -264,35 +191,9 @@ struct Detector::Impl {
 
   Severity severity_of(const OpenStory& story, const FailureSignature& sig, Level level,
                        const std::vector<std::string_view>& texts) const {
-    // A failure the server survives: a request's traceback in the API server, a retried download.
-    auto survived = [](std::string_view t) {
-      return contains(t, "Exception in ASGI application") || contains(t, "Error in preprocessing prompt inputs") ||
-             contains(t, "Retrying") || contains(t, "retrying") || contains(t, "will retry") ||
-             contains(t, "Task exception was never retrieved");
-    };
-    if (survived(story.context_text)) return Severity::info;
-    for (auto t : texts) {
-      if (survived(t)) return Severity::info;
-    }
-    if (level == Level::critical) return Severity::critical;
-    for (auto a : story.anchors) {
-      if (fatal_anchor(a)) return Severity::critical;
-      if (a == StoryAnchor::rust_panic && contains(sig.terminal, "thread 'main'")) return Severity::critical;
-    }
-    for (auto t : texts) {
-      if (contains(t, "EngineDeadError") || contains(t, "EngineCore failed to start") ||
-          contains(t, "Engine core initialization failed") || contains(t, "SystemExit") ||
-          contains(t, "process has terminated") || contains(t, "died unexpectedly"))
-        return Severity::critical;
-    }
-    // A traceback the interpreter printed itself (no logger around it) ends the process, unless a thread died.
-    const bool traceback = std::find(story.anchors.begin(), story.anchors.end(), StoryAnchor::traceback) !=
-                           story.anchors.end();
-    if (traceback && !texts.empty() && story.lines.front().prefix == 0 &&
-        story.lines.front().level == Level::unknown && !contains(story.context_text, "Exception in thread") &&
-        !contains(texts.front(), "Exception in thread"))
-      return Severity::critical;
-    return Severity::warning;
+    const StoryFacts facts{story.anchors, story.context_text, story.lines.front().prefix == 0,
+                           story.lines.front().level};
+    return story_severity(facts, sig, level, texts);
   }
 
   template <class Map>
@@ -544,37 +445,6 @@ struct Detector::Impl {
     return true;
   }
 
-  // May this anchor line begin a story (the anchors' literal text is common enough to need a second look)?
-  static bool opens(const std::vector<StoryAnchor>& anchors, std::string_view text, Level level) {
-    std::string_view t = trim(strip_log_prefix(text));
-    for (auto a : anchors) {
-      switch (a) {
-        case StoryAnchor::go_panic:
-          if (t.starts_with("panic: ")) return true;
-          break;
-        case StoryAnchor::rust_panic:
-          if (contains(t, "thread '")) return true;
-          break;
-        case StoryAnchor::errno_error:
-          if (level == Level::error || level == Level::critical) return true;
-          break;
-        case StoryAnchor::exception_line:
-          if (exception_start(t)) return true;
-          break;
-        case StoryAnchor::python_frame:
-          // A traceback whose head is not in the log (a tail that began mid-traceback, an excerpt): its frames,
-          // when a logger printed them as an error. Below that (a warning's stack_info) it is no failure.
-          if (t.starts_with("File \"") && (level == Level::error || level == Level::critical)) return true;
-          break;
-        case StoryAnchor::go_runtime_frame:
-          return true;
-        default:
-          return true;
-      }
-    }
-    return false;
-  }
-
   // The line of stream `s` before record `i` of the batch: the batch's earlier record of the stream, else the
   // stream's last line of the previous batch (kept in st.prev_*).
   void line_before(StreamState& st, std::uint32_t s, const RecordBatch& batch, std::size_t i) {
@@ -625,7 +495,7 @@ struct Detector::Impl {
         line.consequence = consequence_hit;
         if (st.story) {
           continue_story(st, std::move(line), here, out);
-        } else if (opens(here, line.text, line.level) && !(std::all_of(here.begin(), here.end(), consequence_anchor) &&
+        } else if (opens_story(here, line.text, line.level) && !(std::all_of(here.begin(), here.end(), consequence_anchor) &&
                                                            consequence(st, line, out))) {
           line_before(st, s, batch, i);
           open_story(st, std::move(line), here);
