@@ -28,7 +28,17 @@ struct StoryLine {
   std::uint64_t offset = 0;
   Time time{};
   Level level = Level::unknown;
-  std::string text;
+  // Its text: a view into the batch being processed, copied (own) only when the story is still open as the batch
+  // ends — most stories open and close inside one batch and copy nothing.
+  std::string_view view;
+  std::string owned;
+  bool is_owned = false;
+  std::string_view text() const { return is_owned ? std::string_view(owned) : view; }
+  void own() {
+    if (is_owned) return;
+    owned = std::string(view);
+    is_owned = true;
+  }
   std::uint32_t prefix = 0;  // length of its logger prefix (strip_log_prefix), found once as the line is read
   std::string event;  // the anchor it hit; empty for other lines
   std::int32_t claimed_by = -1;  // the non-cascade rule whose event hit the line
@@ -123,7 +133,7 @@ struct Detector::Impl {
     l.offset = m.offset;
     l.time = m.time;
     l.level = m.level;
-    l.text = std::string(batch.text(i).substr(0, kMaxEvidenceText));
+    l.view = batch.text(i).substr(0, kMaxEvidenceText);
     return l;
   }
 
@@ -149,8 +159,8 @@ struct Detector::Impl {
   bool continue_story(StreamState& st, StoryLine line, const std::vector<StoryAnchor>& anchors,
                       std::vector<Incident>& out) {
     OpenStory& story = *st.story;
-    std::string_view stripped = strip_log_prefix(line.text);
-    line.prefix = static_cast<std::uint32_t>(line.text.size() - stripped.size());
+    std::string_view stripped = strip_log_prefix(line.text());
+    line.prefix = static_cast<std::uint32_t>(line.text().size() - stripped.size());
     bool relevant = !anchors.empty() || story_line(stripped);
     if (story.awaiting_exception && !stripped.empty() && !is_blank(stripped[0]) && !trim(stripped).empty() &&
         !trim(stripped).starts_with("File \"")) {
@@ -180,8 +190,8 @@ struct Detector::Impl {
     story.prior_claim_rule = st.last_claim_rule;
     story.instance = st.identity.instance;
     story.anchors = anchors;
-    const std::string_view stripped = strip_log_prefix(line.text);
-    line.prefix = static_cast<std::uint32_t>(line.text.size() - stripped.size());
+    const std::string_view stripped = strip_log_prefix(line.text());
+    line.prefix = static_cast<std::uint32_t>(line.text().size() - stripped.size());
     story.awaiting_exception = awaits_message(anchors, stripped);
     line.event = std::string(to_string(anchors.front()));
     st.story = std::move(story);
@@ -228,7 +238,7 @@ struct Detector::Impl {
     texts.reserve(story.lines.size());
     stripped.reserve(story.lines.size());
     for (const auto& l : story.lines) {
-      texts.push_back(l.text);
+      texts.push_back(l.text());
       stripped.push_back(texts.back().substr(l.prefix));
     }
     FailureSignature sig = fingerprint_detail::signature_of_stripped(texts, stripped);
@@ -294,8 +304,8 @@ struct Detector::Impl {
     for (std::size_t k = 0; k < story.lines.size(); ++k) {
       const StoryLine& l = story.lines[k];
       closed.lines.push_back(EvidenceLine{st.identity.name, l.line, l.offset, l.time,
-                                          k == sig.terminal_index ? "terminal" : l.event, l.text,
-                                          l.text.size() >= kMaxEvidenceText});
+                                          k == sig.terminal_index ? "terminal" : l.event, std::string(l.text()),
+                                          l.text().size() >= kMaxEvidenceText});
     }
     if (claimed >= 0) closed.claimed_by = rules->rule(static_cast<std::uint32_t>(claimed)).id;
     closed.below_error = quiet;
@@ -317,7 +327,7 @@ struct Detector::Impl {
       e.severity = Severity::info;
       e.below_error = quiet;
       for (std::size_t k = 0; k < story.lines.size() && e.example.size() < kMaxEvidenceLines; ++k)
-        e.example.push_back(story.lines[k].text);
+        e.example.push_back(std::string(story.lines[k].text()));
     }
     ++e.count;
     e.last_seen = std::max(e.last_seen, story.last_time);
@@ -352,8 +362,8 @@ struct Detector::Impl {
       e.offset = l.offset;
       e.time = l.time;
       e.event = k == sig.terminal_index ? "terminal" : l.event;
-      e.text = l.text;
-      e.truncated = l.text.size() >= kMaxEvidenceText;
+      e.text = std::string(l.text());
+      e.truncated = l.text().size() >= kMaxEvidenceText;
       ev.push_back(std::move(e));
     }
     return ev;
@@ -495,11 +505,17 @@ struct Detector::Impl {
         line.consequence = consequence_hit;
         if (st.story) {
           continue_story(st, std::move(line), here, out);
-        } else if (opens_story(here, line.text, line.level) && !(std::all_of(here.begin(), here.end(), consequence_anchor) &&
+        } else if (opens_story(here, line.text(), line.level) && !(std::all_of(here.begin(), here.end(), consequence_anchor) &&
                                                            consequence(st, line, out))) {
           line_before(st, s, batch, i);
           open_story(st, std::move(line), here);
         }
+      }
+    }
+    // The lines of stories still open refer to the batch, which goes: they keep copies.
+    for (std::size_t k = 0; open_stories > 0 && k < streams.size(); ++k) {
+      if (streams[k].story) {
+        for (auto& l : streams[k].story->lines) l.own();
       }
     }
     // Each stream's last line of the batch: what a story opening in the next batch continues. Found from the end,
