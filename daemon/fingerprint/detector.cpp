@@ -39,6 +39,8 @@ struct StoryLine {
     owned = std::string(view);
     is_owned = true;
   }
+  std::uint32_t record = 0;  // its index in the batch being processed
+  bool meta = false;         // time and level known: a lingering line's are read only if it joins the story
   std::uint32_t prefix = 0;  // length of its logger prefix (strip_log_prefix), found once as the line is read
   std::string event;  // the anchor it hit; empty for other lines
   std::int32_t claimed_by = -1;  // the non-cascade rule whose event hit the line
@@ -93,8 +95,9 @@ struct Detector::Impl {
   std::unordered_map<std::string, Incident> book;  // logical stream + fingerprint → latest revision
   std::deque<std::string> book_order;
   std::vector<std::uint8_t> seen;  // per stream, while a batch's last lines are found
-  std::size_t open_stories = 0;
-  std::chrono::steady_clock::time_point read_now{};  // when the lines being processed were read (once a batch)    // streams with an open story: while none, only anchor and hit records are read
+  std::size_t open_stories = 0;  // streams with an open story: while none, only anchor and hit records are read
+  std::chrono::steady_clock::time_point read_now{};  // when the lines being processed were read (once a batch)
+  const RecordBatch* batch_ = nullptr;  // the batch being processed (its lines' times and levels are read from it)
   std::uint64_t inventory_version = 0;
 
   StreamState& stream(std::uint32_t index) {
@@ -126,19 +129,28 @@ struct Detector::Impl {
   bool claims(const Hit& h) const { return decisive[h.event.rule][h.event.event]; }
   bool cascade(const Hit& h) const { return rules->rule(h.event.rule).cascade.enabled; }
 
-  StoryLine make_line(const RecordBatch& batch, std::size_t i) const {
-    const RecordMeta& m = batch[i];
+  // A line of the batch. Its time and level (which the decoder parses on first access) only when `meta`: an anchor
+  // line needs them at once; another waits until it is part of a story (resolve).
+  StoryLine make_line(const RecordBatch& batch, std::size_t i, bool meta) const {
+    const RecordMeta& m = batch.records()[i];
     StoryLine l;
     l.line = m.line;
     l.offset = m.offset;
-    l.time = m.time;
-    l.level = m.level;
+    l.record = static_cast<std::uint32_t>(i);
     l.view = batch.text(i).substr(0, kMaxEvidenceText);
+    if (meta) resolve(l);
     return l;
   }
 
+  void resolve(StoryLine& l) const {
+    if (l.meta) return;
+    const RecordMeta& m = (*batch_)[l.record];
+    l.time = m.time;
+    l.level = m.level;
+    l.meta = true;
+  }
+
   void append(OpenStory& story, StoryLine line, bool relevant) {
-    story.last_time = std::max(story.last_time, line.time);
     story.last_read = read_now;
     if (story.lines.size() >= options.max_story_lines) {
       // Keep the beginning (the first traceback's head) and the latest lines.
@@ -147,6 +159,11 @@ struct Detector::Impl {
     }
     story.lines.push_back(std::move(line));
     if (relevant) {
+      // The lines that lingered since the last story line are part of the story now, with this one.
+      for (std::size_t k = std::min(story.relevant_end, story.lines.size() - 1); k < story.lines.size(); ++k) {
+        resolve(story.lines[k]);
+        story.last_time = std::max(story.last_time, story.lines[k].time);
+      }
       story.relevant_end = story.lines.size();
       story.lingering = 0;
     } else {
@@ -472,6 +489,7 @@ struct Detector::Impl {
     const auto& records = batch.records();
     const std::size_t n = records.size();
     read_now = options.clock->steady();
+    batch_ = &batch;
     std::size_t a = 0, h = 0;
     std::vector<StoryAnchor> here;
     for (std::size_t i = 0; i < n; ++i) {
@@ -500,7 +518,7 @@ struct Detector::Impl {
         st.last_claim_time = batch[i].time;
       }
       if (!here.empty() || st.story) {
-        StoryLine line = make_line(batch, i);
+        StoryLine line = make_line(batch, i, !here.empty());
         line.claimed_by = claimed;
         line.consequence = consequence_hit;
         if (st.story) {
@@ -515,7 +533,10 @@ struct Detector::Impl {
     // The lines of stories still open refer to the batch, which goes: they keep copies.
     for (std::size_t k = 0; open_stories > 0 && k < streams.size(); ++k) {
       if (streams[k].story) {
-        for (auto& l : streams[k].story->lines) l.own();
+        for (auto& l : streams[k].story->lines) {
+          resolve(l);
+          l.own();
+        }
       }
     }
     // Each stream's last line of the batch: what a story opening in the next batch continues. Found from the end,
