@@ -3,6 +3,7 @@
 #include "story_shape.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "exception_line.hpp"
 
@@ -38,21 +39,32 @@ bool story_line(std::string_view stripped) {
   if (stripped.empty()) return false;
   if (is_blank(stripped[0])) return true;  // frames, source lines, carets, what(), dump columns
   std::string_view t = trim(stripped);
+  if (t.empty()) return false;
   static constexpr std::string_view kMarkers[] = {
       "The above exception was the direct cause", "During handling of the above exception",
       "Stack (most recent call first)", "Current thread 0x", "Thread 0x", "Extension modules:",
       "*** Check failure stack trace", "stack backtrace:", "Exception raised from", "note: run with",
       "PC: @", "*** SIG", "[Previous line repeated", "frame #", "goroutine ", "created by ", "Traceback (most recent",
       "Fatal Python error", "Error in cpuinfo", "Aborted (", "@ 0x", "File \"", "^"};
-  for (auto m : kMarkers) {
-    if (t.starts_with(m)) return true;
+  // The first characters the markers begin with: most lines begin with none of them and are not compared at all.
+  static constexpr auto kFirst = [] {
+    std::array<bool, 256> first{};
+    for (auto m : kMarkers) first[static_cast<unsigned char>(m[0])] = true;
+    return first;
+  }();
+  if (kFirst[static_cast<unsigned char>(t[0])]) {
+    for (auto m : kMarkers) {
+      if (t.starts_with(m)) return true;
+    }
+    if (t == "Aborted") return true;  // a shell's report of SIGABRT (not vLLM's "Aborted request ...")
   }
-  if (t == "Aborted") return true;  // a shell's report of SIGABRT (not vLLM's "Aborted request ...")
   // Go frames: "runtime.gopark(0x1b8?, ...)" / "main.main()".
-  if (auto open = t.find('('); open != std::string_view::npos && open > 0 && t.back() == ')' &&
-                               t.substr(0, open).find(' ') == std::string_view::npos &&
-                               t.substr(0, open).find('.') != std::string_view::npos)
-    return true;
+  if (t.back() == ')') {
+    if (auto open = t.find('('); open != std::string_view::npos && open > 0 &&
+                                 t.substr(0, open).find(' ') == std::string_view::npos &&
+                                 t.substr(0, open).find('.') != std::string_view::npos)
+      return true;
+  }
   return t.size() > 1 && t[0] == '#' && t[1] >= '0' && t[1] <= '9';
 }
 
