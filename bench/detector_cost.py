@@ -112,12 +112,13 @@ def render(res: dict, cmdline: str, exe_name: str) -> tuple[str, bool]:
           "`EngineDeadError` traceback; its ~1,560 client-disconnect tracebacks (one per ~640 lines) raise none. "
           "Corpus B's generator injects rare failures no rule knows (segfaults, cuBLAS execution failures, "
           "TensorRT-LLM assertions). Where the cost is: while no story is open the detector reads only the lines an "
-          "anchor or an event hit; a story's lines, and the 20 that linger after it, are each copied, stripped of "
-          "their logger prefix once and have their time and level parsed (the decoder leaves that to the lines "
-          "someone reads). Corpus A, dense in tracebacks, keeps about 5 % of its lines in stories, hence its larger "
+          "anchor or an event hit; a story's lines, and the 20 that linger after it, are each stripped of their "
+          "logger prefix once and compared with the story markers; a story line has its time and level parsed (the "
+          "decoder leaves that to the lines someone reads), and is copied only when its story outlives the batch. "
+          "Corpus A, dense in tracebacks, keeps about 5 % of its lines in stories, hence its larger "
           "cost; a log with fewer tracebacks pays less (corpus B). `perf` on corpus A: about a quarter of the "
-          "difference is Hyperscan (the anchors), the rest the story lines (copies, allocation, prefix and time "
-          "parsing).", END]
+          "difference is Hyperscan (the anchors), the rest the story lines (prefixes, markers, allocation) and the "
+          "signature of each closed story.", END]
     return "\n".join(L) + "\n", ok
 
 
