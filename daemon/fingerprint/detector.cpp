@@ -4,7 +4,7 @@
 // story are looked at: while no story is open, the lines between anchor and rule hits are skipped. What a story's lines
 // are and its severity: story_shape.cpp; the signature: signature.cpp.
 //
-// Why one file of about 600 lines: Detector::Impl is one state machine — a story's close counts it, inventories it,
+// Why one file of about 650 lines: Detector::Impl is one state machine — a story's close counts it, inventories it,
 // decides whether it is claimed, a consequence or raised, and updates the incident book, in one step that must
 // happen exactly once per story. Its parts share the per-stream state and the book; spread over files they would
 // need Impl in a header of its own, for no reader's gain.
