@@ -344,7 +344,13 @@ TEST_CASE("stories are found the same however the lines are batched", "[fingerpr
     }
     r.finish();
     std::vector<std::string> out;
-    for (const auto& inc : r.incidents()) out.push_back(inc.id + " " + inc.fingerprint + " " + std::to_string(inc.evidence.size()));
+    for (const auto& inc : r.incidents()) {
+      // The story's lines as read, with their times: the same whether a story stayed in one batch or outlived it.
+      std::string story = inc.id + " " + inc.fingerprint + " " + std::to_string(inc.evidence.size()) + " " +
+                          format_time(inc.first_seen) + " " + format_time(inc.last_seen);
+      for (const auto& e : inc.evidence) story += "\n" + std::to_string(e.line) + " " + format_time(e.time) + " " + e.text;
+      out.push_back(story);
+    }
     return out;
   };
   auto whole = run(log.size(), 1 << 20);
