@@ -84,8 +84,8 @@ def render(res: dict, cmdline: str, exe_name: str) -> tuple[str, bool]:
     L = [BEGIN, "## The fingerprint detector: scan throughput with and without it", "",
          "Measured %s by `bench/detector_cost.py%s` on %s, %d cores (shared: CPU-time figures are the steadier "
          "ones). `faultline scan -j 1 --cache DIR` (database cached), with the detector (the %s) and without it "
-         "(`--no-fingerprints`: the rules' events only); binary `%s`. Each figure: median of the pairs (min–max); the ratio is "
-         "taken inside each pair. MB = 10^6 bytes." % (dt.datetime.now().strftime("%Y-%m-%d %H:%M"), cmdline,
+         "(`--no-fingerprints`: the rules' events only); binary `%s`. Each figure: median of the pairs (min–max); the "
+         "ratio is taken inside each pair. MB = 10^6 bytes." % (dt.datetime.now().strftime("%Y-%m-%d %H:%M"), cmdline,
                                                        mi["cpu"], mi["cores"], "17 story anchors in the same Hyperscan "
                                                        "database and the detector on every batch", exe_name),
          "",

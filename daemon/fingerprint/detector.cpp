@@ -523,8 +523,8 @@ struct Detector::Impl {
         line.consequence = consequence_hit;
         if (st.story) {
           continue_story(st, std::move(line), here, out);
-        } else if (opens_story(here, line.text(), line.level) && !(std::all_of(here.begin(), here.end(), consequence_anchor) &&
-                                                           consequence(st, line, out))) {
+        } else if (opens_story(here, line.text(), line.level) &&
+                   !(std::all_of(here.begin(), here.end(), consequence_anchor) && consequence(st, line, out))) {
           line_before(st, s, batch, i);
           open_story(st, std::move(line), here);
         }

@@ -1,5 +1,6 @@
 // The inventory's JSON form (shared by `faultline fingerprints --json` and `GET /api/v1/fingerprints`), its saved
-// form in the daemon's checkpoint, and the board that hands the pipeline thread's inventory to the HTTP server's thread.
+// form in the daemon's checkpoint, and the board that hands the pipeline thread's inventory to the HTTP server's
+// thread.
 #include <algorithm>
 #include <stdexcept>
 
@@ -125,7 +126,8 @@ Result<std::vector<FingerprintEntry>> inventory_from_state_json(std::string_view
         if (e.streams.size() < 8) e.streams.push_back(s.get<std::string>());
       }
       for (const auto& l : x.at("example")) {
-        if (e.example.size() < kMaxSavedExampleLines) e.example.push_back(cut(l.get<std::string>(), kMaxSavedExampleText));
+        if (e.example.size() < kMaxSavedExampleLines)
+          e.example.push_back(cut(l.get<std::string>(), kMaxSavedExampleText));
       }
       e.claimed_by = x.at("claimed_by").get<std::string>();
       auto severity = parse_severity(x.at("severity").get<std::string>());

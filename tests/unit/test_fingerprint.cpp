@@ -518,7 +518,8 @@ TEST_CASE("a traceback whose head is not in the log: its frames logged as an err
       "  File \"/usr/local/lib/python3.12/dist-packages/vllm/model_executor/models/utils.py\", line 103, in _groupby_prefix",
       "    for prefix, group in itertools.groupby(weights_by_parts,",
   };
-  const auto sig = signature_of(views(with_prefix("(VllmWorkerProcess pid=294) ERROR 05-26 03:28:51 [w.py:238] ", frames)));
+  const auto prefixed = with_prefix("(VllmWorkerProcess pid=294) ERROR 05-26 03:28:51 [w.py:238] ", frames);
+  const auto sig = signature_of(views(prefixed));
   CHECK(sig.type == "traceback without its exception line");
   CHECK(sig.rank == 0);
   REQUIRE(sig.frames.size() == 2);
