@@ -23,6 +23,8 @@ median of the per-run ratios is shown; wall-clock and CPU time are both reported
   memory    RSS with the full catalog and 100 followed files, steady state and growth over --soak seconds
   idle      CPU of the idle daemon (100 files, nothing appended) over --idle seconds
   startup   start-up to /readyz 200, cold (compile) vs cached database; `scan --cache` cold vs warm
+  detector  `scan -j 1` with and without the fingerprint detector on corpus A and B (bench/detector_cost.py; its own
+            section of RESULTS.md, "The fingerprint detector")
 
 Binaries: --faultline, --fl-count, --hs-limit, or built here (Release, bench/out/build-rel). Peers: mtail, sec, rg,
 grep from Debian (bench/packages.txt). Exit status: 0 all tools agree and every harness step worked, 1 otherwise;
@@ -48,6 +50,19 @@ from suite_common import *  # noqa: F401,F403,E402
 from suite_common import tl, peers  # noqa: F401,E402
 from suite_sections import *  # noqa: F401,F403,E402
 from suite_render import render, write_section  # noqa: E402
+import detector_cost  # noqa: E402
+
+
+def section_detector(ctx: dict) -> dict:
+    """The detector's cost (bench/detector_cost.py), written to its own section of RESULTS.md unless smoke."""
+    lines = min(ctx["corpus_lines"], 1_000_000)
+    res = detector_cost.measure(ctx["bin"]["faultline"], ctx["out"], lines, ctx["runs"], log=log)
+    text, ok = detector_cost.render(res, " (from run_all.py)", ctx["bin"]["faultline"])
+    if not ctx.get("smoke"):
+        detector_cost.write_results(text, os.path.join(HERE, "RESULTS.md"))
+    if not ok:
+        raise RuntimeError("the detector's cost is over its target (bench/RESULTS.md)")
+    return res
 
 # -------------------------------------------------------------------------------------------------- main
 
@@ -161,7 +176,8 @@ def main() -> int:
     results: dict = {}
     failures = []
     fns = {"check": section_check, "scan": section_scan, "corpora": section_corpora, "parallel": section_parallel, "peers": section_peers, "scaling": section_scaling,
-           "follow": section_follow, "latency": section_latency, "memory": section_memory, "startup": section_startup}
+           "follow": section_follow, "latency": section_latency, "memory": section_memory, "startup": section_startup,
+           "detector": section_detector}
     for s in ALL_SECTIONS:
         if s not in sections or s == "idle" and "memory" in sections:
             continue

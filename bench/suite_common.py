@@ -25,7 +25,7 @@ from measure import HZ, Run, cpu_jiffies, wait_quiet  # noqa: E402
 
 SETS = ["cat-20", "cat-100", "catalog", "cat-1000"]
 ALL_SECTIONS = ["check", "scan", "corpora", "parallel", "peers", "scaling", "follow", "latency", "memory", "idle",
-                "startup"]
+                "startup", "detector"]
 BEGIN, END = "<!-- BEGIN run-all -->", "<!-- END run-all -->"
 PEER_TOOLS = {"grep": "grep", "rg": "rg", "mtail": "mtail", "sec": "sec"}
 

@@ -68,6 +68,7 @@ struct ScanFlags {
   cli::ColourMode colour = cli::ColourMode::automatic;
   std::optional<Time> since, until;
   bool no_cache = false;
+  bool no_fingerprints = false;
   unsigned jobs = default_jobs();
   std::string node_name;  // empty: each input is a node of its own
 };
@@ -90,6 +91,9 @@ cli::Parser scan_parser(ScanFlags& f) {
   cli.option("--cache", "DIR", f.cache,
              "keep the compiled rule database in DIR (default: $XDG_CACHE_HOME/faultline, else ~/.cache/faultline)");
   cli.flag("--no-cache", f.no_cache, "compile the rules every time; read and write no cache");
+  cli.flag("--no-fingerprints", f.no_fingerprints,
+           "typed incidents only: no story anchors in the database and no unclassified-failure incidents (as "
+           "`fingerprints: {enabled: false}` in run's config; docs/fingerprints.md)");
   cli.option("--jobs", "N", f.jobs, parse_jobs, "a number from 1 to 1024",
              "decode and match on N threads (default: every core this process may use); the incidents are the "
              "same for any N");
@@ -177,11 +181,13 @@ int cmd_scan(const Args& args) {
   // Patterns of the rules that load are compiled too, so one run reports every problem. The rules' tests are not read.
   CatalogPolicy policy{OnLoadError::compile_the_rest};
   policy.tests = false;
+  policy.story_anchors = !f.no_fingerprints;
   Catalog catalog = load_and_compile(f.rules, {}, f.cache, policy);
   for (const auto& d : catalog.diagnostics) std::cerr << d.str() << "\n";
   if (!catalog.compiled) return 2;
 
   ReplayOptions options;
+  options.pipeline.fingerprint.enabled = !f.no_fingerprints;
   auto in_window = [&f](const Incident& inc) {
     return (!f.since || inc.last_seen >= *f.since) && (!f.until || inc.first_seen < *f.until);
   };

@@ -6,8 +6,8 @@
 // categories it may explain, the field values under which it explains anything (hardware Xids only), and the GPU it
 // names (a pod that names another GPU is not explained). Root causes raised outside the rules (the detector's
 // `unclassified-failure` incidents) explain cascades only, as a typed cause would (whatever their severity, above
-// info). Remembers the last few hundred incidents. Pipeline
-// thread only.
+// info; the pipeline then raises such a cause to the cascade's severity). Remembers the last few hundred
+// incidents. Pipeline thread only.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,13 @@
 // The Detector: per stream, at most one open story. An anchor opens it; the stream's following lines continue it
 // while they are part of a failure story (frames, chained tracebacks, what(), stack dumps, further anchors) and for
 // `linger_lines` more; then it closes and is fingerprinted. Only anchor lines and the lines of streams with an open
-// story are looked at: the cost on healthy logs is one store per line.
+// story are looked at: while no story is open, the lines between anchor and rule hits are skipped. What a story's lines
+// are and its severity: story_shape.cpp; the signature: signature.cpp.
+//
+// Why one file of about 650 lines: Detector::Impl is one state machine — a story's close counts it, inventories it,
+// decides whether it is claimed, a consequence or raised, and updates the incident book, in one step that must
+// happen exactly once per story. Its parts share the per-stream state and the book; spread over files they would
+// need Impl in a header of its own, for no reader's gain.
 #include <algorithm>
 #include <cctype>
 #include <deque>
@@ -9,94 +15,33 @@
 
 #include "exception_line.hpp"
 #include "faultline/fingerprint.hpp"
+#include "story_shape.hpp"
 
 namespace faultline {
 
+using namespace fingerprint_detail;
+
 namespace {
-
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_blank(s.front())) s.remove_prefix(1);
-  while (!s.empty() && (is_blank(s.back()) || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
-bool contains(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
-
-bool below_error(Level l) {
-  return l == Level::trace || l == Level::debug || l == Level::info || l == Level::warning;
-}
-
-// Anchors that report the end of a process rather than a failure's cause: when one follows a story closely, it is
-// that story's consequence.
-bool consequence_anchor(StoryAnchor a) { return a == StoryAnchor::signal || a == StoryAnchor::exit_status; }
-
-// Anchors after which the process is gone.
-bool fatal_anchor(StoryAnchor a) {
-  switch (a) {
-    case StoryAnchor::terminate:
-    case StoryAnchor::signal:
-    case StoryAnchor::fatal_python:
-    case StoryAnchor::check_failed:
-    case StoryAnchor::glog_fatal:
-    case StoryAnchor::assertion:
-    case StoryAnchor::go_panic:
-    case StoryAnchor::exit_status:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Is this line (logger prefix removed) part of a failure story: a frame, a dump line, a chain marker?
-bool story_line(std::string_view stripped) {
-  if (stripped.empty()) return false;
-  if (is_blank(stripped[0])) return true;  // frames, source lines, carets, what(), dump columns
-  std::string_view t = trim(stripped);
-  static constexpr std::string_view kMarkers[] = {
-      "The above exception was the direct cause", "During handling of the above exception",
-      "Stack (most recent call first)", "Current thread 0x", "Thread 0x", "Extension modules:",
-      "*** Check failure stack trace", "stack backtrace:", "Exception raised from", "note: run with",
-      "PC: @", "*** SIG", "[Previous line repeated", "frame #", "goroutine ", "created by ", "Traceback (most recent",
-      "Fatal Python error", "Error in cpuinfo", "Aborted", "@ 0x", "File \"", "^"};
-  for (auto m : kMarkers) {
-    if (t.starts_with(m)) return true;
-  }
-  // Go frames: "runtime.gopark(0x1b8?, ...)" / "main.main()".
-  if (auto open = t.find('('); open != std::string_view::npos && open > 0 && t.back() == ')' &&
-                               t.substr(0, open).find(' ') == std::string_view::npos &&
-                               t.substr(0, open).find('.') != std::string_view::npos)
-    return true;
-  return t.size() > 1 && t[0] == '#' && t[1] >= '0' && t[1] <= '9';
-}
-
-// Exceptions that report a client or an operator going away, not a failure: a cancelled request's task, a client
-// that disconnected mid-stream, Ctrl-C. Stories rooted in one are inventoried, never raised.
-bool benign_type(std::string_view type) {
-  auto dot = type.rfind('.');
-  std::string_view name = dot == std::string_view::npos ? type : type.substr(dot + 1);
-  return name == "CancelledError" || name == "ClientDisconnected" || name == "ClientDisconnect" ||
-         name == "GeneratorExit" || name == "KeyboardInterrupt";
-}
-
-bool exception_start(std::string_view t) { return !fingerprint_detail::exception_class(t).empty(); }
-
-// Is the story's next unindented line part of it: a traceback's exception, a panic's message on its own line?
-bool awaits_message(const std::vector<StoryAnchor>& anchors, std::string_view stripped) {
-  for (auto a : anchors) {
-    if (a == StoryAnchor::traceback) return true;
-    if (a == StoryAnchor::rust_panic && trim(stripped).ends_with(":")) return true;
-  }
-  return false;
-}
 
 struct StoryLine {
   std::uint64_t line = 0;
   std::uint64_t offset = 0;
   Time time{};
   Level level = Level::unknown;
-  std::string text;
+  // Its text: a view into the batch being processed, copied (own) only when the story is still open as the batch
+  // ends — most stories open and close inside one batch and copy nothing.
+  std::string_view view;
+  std::string owned;
+  bool is_owned = false;
+  std::string_view text() const { return is_owned ? std::string_view(owned) : view; }
+  void own() {
+    if (is_owned) return;
+    owned = std::string(view);
+    is_owned = true;
+  }
+  std::uint32_t record = 0;  // its index in the batch being processed
+  bool meta = false;         // time and level known: a lingering line's are read only if it joins the story
+  std::uint32_t prefix = 0;  // length of its logger prefix (strip_log_prefix), found once as the line is read
   std::string event;  // the anchor it hit; empty for other lines
   std::int32_t claimed_by = -1;  // the non-cascade rule whose event hit the line
   bool consequence = false;      // a cascade rule's event hit the line (engine dead, worker died, ...)
@@ -134,8 +79,6 @@ struct StreamState {
   std::int32_t last_claim_rule = -1;
   Time last_claim_time{};
   std::string last_incident;         // the book key of the incident the last story raised
-  std::uint32_t last_index = 0;      // in this batch
-  bool in_batch = false;
 };
 
 }  // namespace
@@ -151,7 +94,10 @@ struct Detector::Impl {
   std::deque<std::string> inventory_order;
   std::unordered_map<std::string, Incident> book;  // logical stream + fingerprint → latest revision
   std::deque<std::string> book_order;
-  std::vector<std::uint32_t> touched;
+  std::vector<std::uint8_t> seen;  // per stream, while a batch's last lines are found
+  std::size_t open_stories = 0;  // streams with an open story: while none, only anchor and hit records are read
+  std::chrono::steady_clock::time_point read_now{};  // when the lines being processed were read (once a batch)
+  const RecordBatch* batch_ = nullptr;  // the batch being processed (its lines' times and levels are read from it)
   std::uint64_t inventory_version = 0;
 
   StreamState& stream(std::uint32_t index) {
@@ -183,20 +129,29 @@ struct Detector::Impl {
   bool claims(const Hit& h) const { return decisive[h.event.rule][h.event.event]; }
   bool cascade(const Hit& h) const { return rules->rule(h.event.rule).cascade.enabled; }
 
-  StoryLine make_line(const RecordBatch& batch, std::size_t i) const {
-    const RecordMeta& m = batch[i];
+  // A line of the batch. Its time and level (which the decoder parses on first access) only when `meta`: an anchor
+  // line needs them at once; another waits until it is part of a story (resolve).
+  StoryLine make_line(const RecordBatch& batch, std::size_t i, bool meta) const {
+    const RecordMeta& m = batch.records()[i];
     StoryLine l;
     l.line = m.line;
     l.offset = m.offset;
-    l.time = m.time;
-    l.level = m.level;
-    l.text = std::string(batch.text(i).substr(0, kMaxEvidenceText));
+    l.record = static_cast<std::uint32_t>(i);
+    l.view = batch.text(i).substr(0, kMaxEvidenceText);
+    if (meta) resolve(l);
     return l;
   }
 
+  void resolve(StoryLine& l) const {
+    if (l.meta) return;
+    const RecordMeta& m = (*batch_)[l.record];
+    l.time = m.time;
+    l.level = m.level;
+    l.meta = true;
+  }
+
   void append(OpenStory& story, StoryLine line, bool relevant) {
-    story.last_time = std::max(story.last_time, line.time);
-    story.last_read = options.clock->steady();
+    story.last_read = read_now;
     if (story.lines.size() >= options.max_story_lines) {
       // Keep the beginning (the first traceback's head) and the latest lines.
       story.lines.erase(story.lines.begin() + 32);
@@ -204,6 +159,11 @@ struct Detector::Impl {
     }
     story.lines.push_back(std::move(line));
     if (relevant) {
+      // The lines that lingered since the last story line are part of the story now, with this one.
+      for (std::size_t k = std::min(story.relevant_end, story.lines.size() - 1); k < story.lines.size(); ++k) {
+        resolve(story.lines[k]);
+        story.last_time = std::max(story.last_time, story.lines[k].time);
+      }
       story.relevant_end = story.lines.size();
       story.lingering = 0;
     } else {
@@ -216,7 +176,8 @@ struct Detector::Impl {
   bool continue_story(StreamState& st, StoryLine line, const std::vector<StoryAnchor>& anchors,
                       std::vector<Incident>& out) {
     OpenStory& story = *st.story;
-    std::string_view stripped = strip_log_prefix(line.text);
+    std::string_view stripped = strip_log_prefix(line.text());
+    line.prefix = static_cast<std::uint32_t>(line.text().size() - stripped.size());
     bool relevant = !anchors.empty() || story_line(stripped);
     if (story.awaiting_exception && !stripped.empty() && !is_blank(stripped[0]) && !trim(stripped).empty() &&
         !trim(stripped).starts_with("File \"")) {
@@ -224,9 +185,13 @@ struct Detector::Impl {
       story.awaiting_exception = false;
     }
     if (!anchors.empty()) {
-      for (auto a : anchors) story.anchors.push_back(a);
       if (awaits_message(anchors, stripped)) story.awaiting_exception = true;
-      if (line.event.empty()) line.event = std::string(to_string(anchors.front()));
+      // A frame inside a story is part of its body: it neither names the line nor counts as one of its anchors.
+      for (auto a : anchors) {
+        if (frame_anchor(a)) continue;
+        story.anchors.push_back(a);
+        if (line.event.empty()) line.event = std::string(to_string(a));
+      }
     }
     append(story, std::move(line), relevant);
     if (story.lingering > options.linger_lines) close(st, out);
@@ -235,49 +200,27 @@ struct Detector::Impl {
 
   void open_story(StreamState& st, StoryLine line, const std::vector<StoryAnchor>& anchors) {
     OpenStory story;
+    story.lines.reserve(48);  // a traceback and the lines that linger after it, without regrowing
     story.context_level = st.prev_level;
     story.context_text = st.prev_text;
     story.prior_claim = st.last_claim;
     story.prior_claim_rule = st.last_claim_rule;
     story.instance = st.identity.instance;
     story.anchors = anchors;
-    story.awaiting_exception = awaits_message(anchors, strip_log_prefix(line.text));
+    const std::string_view stripped = strip_log_prefix(line.text());
+    line.prefix = static_cast<std::uint32_t>(line.text().size() - stripped.size());
+    story.awaiting_exception = awaits_message(anchors, stripped);
     line.event = std::string(to_string(anchors.front()));
     st.story = std::move(story);
+    ++open_stories;
     append(*st.story, std::move(line), true);
   }
 
   Severity severity_of(const OpenStory& story, const FailureSignature& sig, Level level,
                        const std::vector<std::string_view>& texts) const {
-    // A failure the server survives: a request's traceback in the API server, a retried download.
-    auto survived = [](std::string_view t) {
-      return contains(t, "Exception in ASGI application") || contains(t, "Error in preprocessing prompt inputs") ||
-             contains(t, "Retrying") || contains(t, "retrying") || contains(t, "will retry") ||
-             contains(t, "Task exception was never retrieved");
-    };
-    if (survived(story.context_text)) return Severity::info;
-    for (auto t : texts) {
-      if (survived(t)) return Severity::info;
-    }
-    if (level == Level::critical) return Severity::critical;
-    for (auto a : story.anchors) {
-      if (fatal_anchor(a)) return Severity::critical;
-      if (a == StoryAnchor::rust_panic && contains(sig.terminal, "thread 'main'")) return Severity::critical;
-    }
-    for (auto t : texts) {
-      if (contains(t, "EngineDeadError") || contains(t, "EngineCore failed to start") ||
-          contains(t, "Engine core initialization failed") || contains(t, "SystemExit") ||
-          contains(t, "process has terminated") || contains(t, "died unexpectedly"))
-        return Severity::critical;
-    }
-    // A traceback the interpreter printed itself (no logger around it) ends the process, unless a thread died.
-    const bool traceback = std::find(story.anchors.begin(), story.anchors.end(), StoryAnchor::traceback) !=
-                           story.anchors.end();
-    if (traceback && !texts.empty() && strip_log_prefix(texts.front()) == texts.front() &&
-        story.lines.front().level == Level::unknown && !contains(story.context_text, "Exception in thread") &&
-        !contains(texts.front(), "Exception in thread"))
-      return Severity::critical;
-    return Severity::warning;
+    const StoryFacts facts{story.anchors, story.context_text, story.lines.front().prefix == 0,
+                           story.lines.front().level};
+    return story_severity(facts, sig, level, texts);
   }
 
   template <class Map>
@@ -292,6 +235,7 @@ struct Detector::Impl {
   void close(StreamState& st, std::vector<Incident>& out) {
     OpenStory story = std::move(*st.story);
     st.story.reset();
+    --open_stories;
     ++stats.stories;
     // Claimed: a typed rule matched a line of the story, or of the lines that followed it closely.
     std::int32_t claimed = -1;
@@ -307,10 +251,14 @@ struct Detector::Impl {
     story.lines.resize(std::max<std::size_t>(story.relevant_end, 1));
     st.last_story_end = story.lines.back().line;
 
-    std::vector<std::string_view> texts;
+    std::vector<std::string_view> texts, stripped;
     texts.reserve(story.lines.size());
-    for (const auto& l : story.lines) texts.push_back(l.text);
-    FailureSignature sig = signature_of(texts);
+    stripped.reserve(story.lines.size());
+    for (const auto& l : story.lines) {
+      texts.push_back(l.text());
+      stripped.push_back(texts.back().substr(l.prefix));
+    }
+    FailureSignature sig = fingerprint_detail::signature_of_stripped(texts, stripped);
 
     // The level the story was printed at: its first line's, else the highest its lines carry, else the record it
     // continues (a traceback under "DEBUG ... exc_info") when that was below error.
@@ -373,8 +321,8 @@ struct Detector::Impl {
     for (std::size_t k = 0; k < story.lines.size(); ++k) {
       const StoryLine& l = story.lines[k];
       closed.lines.push_back(EvidenceLine{st.identity.name, l.line, l.offset, l.time,
-                                          k == sig.terminal_index ? "terminal" : l.event, l.text,
-                                          l.text.size() >= kMaxEvidenceText});
+                                          k == sig.terminal_index ? "terminal" : l.event, std::string(l.text()),
+                                          l.text().size() >= kMaxEvidenceText});
     }
     if (claimed >= 0) closed.claimed_by = rules->rule(static_cast<std::uint32_t>(claimed)).id;
     closed.below_error = quiet;
@@ -396,7 +344,7 @@ struct Detector::Impl {
       e.severity = Severity::info;
       e.below_error = quiet;
       for (std::size_t k = 0; k < story.lines.size() && e.example.size() < kMaxEvidenceLines; ++k)
-        e.example.push_back(story.lines[k].text);
+        e.example.push_back(std::string(story.lines[k].text()));
     }
     ++e.count;
     e.last_seen = std::max(e.last_seen, story.last_time);
@@ -431,8 +379,8 @@ struct Detector::Impl {
       e.offset = l.offset;
       e.time = l.time;
       e.event = k == sig.terminal_index ? "terminal" : l.event;
-      e.text = l.text;
-      e.truncated = l.text.size() >= kMaxEvidenceText;
+      e.text = std::string(l.text());
+      e.truncated = l.text().size() >= kMaxEvidenceText;
       ev.push_back(std::move(e));
     }
     return ev;
@@ -484,6 +432,29 @@ struct Detector::Impl {
     bound(book, book_order);
   }
 
+  // Raises an incident of the book to `severity` (a new revision) when it is lower; the inventory follows.
+  void escalate(Incident& inc, Severity severity, Time at, std::vector<Incident>& out) {
+    inc.severity = severity;
+    ++inc.revision;
+    inc.last_seen = std::max(inc.last_seen, at);
+    inc.read_at = options.clock->steady();
+    ++stats.incidents[static_cast<std::size_t>(severity)];
+    if (auto e = inventory.find(inc.fingerprint); e != inventory.end()) {
+      e->second.severity = std::max(e->second.severity, severity);
+      ++inventory_version;
+    }
+    out.push_back(inc);
+  }
+
+  bool escalate(std::string_view id, Severity severity, std::vector<Incident>& out) {
+    for (auto& [key, inc] : book) {
+      if (inc.id != id) continue;
+      if (inc.severity < severity) escalate(inc, severity, inc.last_seen, out);
+      return true;
+    }
+    return false;
+  }
+
   // An exit or signal line that follows a story closely: the process ended with it. Raises the story's incident to
   // critical (a new revision) when it was not already.
   bool consequence(StreamState& st, const StoryLine& line, std::vector<Incident>& out) {
@@ -495,70 +466,51 @@ struct Detector::Impl {
     ++stats.consequences;
     if (after_story && !st.last_incident.empty()) {
       auto it = book.find(st.last_incident);
-      if (it != book.end() && it->second.severity != Severity::critical) {
-        Incident& inc = it->second;
-        inc.severity = Severity::critical;
-        ++inc.revision;
-        inc.last_seen = std::max(inc.last_seen, line.time);
-        inc.read_at = options.clock->steady();
-        ++stats.incidents[static_cast<std::size_t>(Severity::critical)];
-        if (auto e = inventory.find(inc.fingerprint); e != inventory.end()) {
-          e->second.severity = Severity::critical;
-          ++inventory_version;
-        }
-        out.push_back(inc);
-      }
+      if (it != book.end() && it->second.severity != Severity::critical)
+        escalate(it->second, Severity::critical, line.time, out);
     }
     return true;
   }
 
-  // May this anchor line begin a story (the anchors' literal text is common enough to need a second look)?
-  static bool opens(const std::vector<StoryAnchor>& anchors, std::string_view text, Level level) {
-    std::string_view t = trim(strip_log_prefix(text));
-    for (auto a : anchors) {
-      switch (a) {
-        case StoryAnchor::go_panic:
-          if (t.starts_with("panic: ")) return true;
-          break;
-        case StoryAnchor::rust_panic:
-          if (contains(t, "thread '")) return true;
-          break;
-        case StoryAnchor::errno_error:
-          if (level == Level::error || level == Level::critical) return true;
-          break;
-        case StoryAnchor::exception_line:
-          if (exception_start(t)) return true;
-          break;
-        default:
-          return true;
-      }
+  // The line of stream `s` before record `i` of the batch: the batch's earlier record of the stream, else the
+  // stream's last line of the previous batch (kept in st.prev_*).
+  void line_before(StreamState& st, std::uint32_t s, const RecordBatch& batch, std::size_t i) {
+    const auto& records = batch.records();
+    for (std::size_t k = i; k-- > 0;) {
+      if (records[k].stream != s) continue;
+      st.prev_level = batch[k].level;
+      st.prev_text = std::string(batch.text(k).substr(0, 512));
+      return;
     }
-    return false;
   }
 
   void process(const RecordBatch& batch, const std::vector<AnchorHit>& anchors, const std::vector<Hit>& hits,
                std::vector<Incident>& out) {
     const auto& records = batch.records();
+    const std::size_t n = records.size();
+    read_now = options.clock->steady();
+    batch_ = &batch;
     std::size_t a = 0, h = 0;
     std::vector<StoryAnchor> here;
-    touched.clear();
-    for (std::size_t i = 0; i < records.size(); ++i) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (open_stories == 0) {
+        // No story open: only the records an anchor or a rule's event hit matter. Jump to the next one.
+        const std::size_t next_anchor = a < anchors.size() ? anchors[a].record : n;
+        const std::size_t next_hit = h < hits.size() ? hits[h].record : n;
+        i = std::max(i, std::min(next_anchor, next_hit));
+        if (i >= n) break;
+      }
       const std::uint32_t s = records[i].stream;
       StreamState& st = stream(s);
-      const bool earlier_in_batch = st.in_batch;
-      if (!st.in_batch) {
-        st.in_batch = true;
-        touched.push_back(s);
-      }
       here.clear();
       while (a < anchors.size() && anchors[a].record < i) ++a;
       while (a < anchors.size() && anchors[a].record == i) here.push_back(anchors[a++].anchor);
       std::int32_t claimed = -1;
       bool consequence_hit = false;
       while (h < hits.size() && hits[h].record < i) ++h;
-      for (std::size_t k = h; k < hits.size() && hits[k].record == i; ++k) {
-        if (claims(hits[k])) claimed = static_cast<std::int32_t>(hits[k].event.rule);
-        consequence_hit = consequence_hit || cascade(hits[k]);
+      for (; h < hits.size() && hits[h].record == i; ++h) {
+        if (claims(hits[h])) claimed = static_cast<std::int32_t>(hits[h].event.rule);
+        consequence_hit = consequence_hit || cascade(hits[h]);
       }
       if (claimed >= 0) {
         st.last_claim = records[i].line;
@@ -566,28 +518,38 @@ struct Detector::Impl {
         st.last_claim_time = batch[i].time;
       }
       if (!here.empty() || st.story) {
-        StoryLine line = make_line(batch, i);
+        StoryLine line = make_line(batch, i, !here.empty());
         line.claimed_by = claimed;
         line.consequence = consequence_hit;
         if (st.story) {
           continue_story(st, std::move(line), here, out);
-        } else if (opens(here, line.text, line.level) && !(std::all_of(here.begin(), here.end(), consequence_anchor) &&
-                                                           consequence(st, line, out))) {
-          if (earlier_in_batch) {
-            st.prev_level = batch[st.last_index].level;
-            st.prev_text = std::string(batch.text(st.last_index).substr(0, 512));
-          }
+        } else if (opens_story(here, line.text(), line.level) &&
+                   !(std::all_of(here.begin(), here.end(), consequence_anchor) && consequence(st, line, out))) {
+          line_before(st, s, batch, i);
           open_story(st, std::move(line), here);
         }
       }
-      st.last_index = static_cast<std::uint32_t>(i);
     }
-    // Each stream's last line of the batch: what a story opening in the next batch continues.
-    for (std::uint32_t s : touched) {
-      StreamState& st = streams[s];
-      st.in_batch = false;
-      st.prev_level = batch[st.last_index].level;
-      st.prev_text = std::string(batch.text(st.last_index).substr(0, 512));
+    // The lines of stories still open refer to the batch, which goes: they keep copies.
+    for (std::size_t k = 0; open_stories > 0 && k < streams.size(); ++k) {
+      if (streams[k].story) {
+        for (auto& l : streams[k].story->lines) {
+          resolve(l);
+          l.own();
+        }
+      }
+    }
+    // Each stream's last line of the batch: what a story opening in the next batch continues. Found from the end,
+    // until every stream has been seen or the batch is done.
+    seen.assign(streams.size(), 0);
+    std::size_t left = streams.size();
+    for (std::size_t k = n; k-- > 0 && left > 0;) {
+      const std::uint32_t s = records[k].stream;
+      if (s >= seen.size() || seen[s]) continue;
+      seen[s] = 1;
+      --left;
+      streams[s].prev_level = batch[k].level;
+      streams[s].prev_text = std::string(batch.text(k).substr(0, 512));
     }
   }
 
@@ -660,6 +622,10 @@ void Detector::finish(std::vector<Incident>& out) {
   if (impl_->options.enabled) impl_->finish(out);
 }
 
+bool Detector::escalate(std::string_view id, Severity severity, std::vector<Incident>& out) {
+  return impl_->options.enabled && impl_->escalate(id, severity, out);
+}
+
 std::vector<FingerprintEntry> Detector::inventory() const {
   std::vector<FingerprintEntry> out;
   for (const auto& fp : impl_->inventory_order) {
@@ -667,6 +633,19 @@ std::vector<FingerprintEntry> Detector::inventory() const {
   }
   return out;
 }
+void Detector::restore_inventory(std::vector<FingerprintEntry> entries) {
+  Impl& m = *impl_;
+  m.inventory.clear();
+  m.inventory_order.clear();
+  for (auto& e : entries) {
+    if (e.fingerprint.empty() || m.inventory.count(e.fingerprint)) continue;
+    m.inventory_order.push_back(e.fingerprint);
+    m.inventory.emplace(e.fingerprint, std::move(e));
+  }
+  m.bound(m.inventory, m.inventory_order);
+  ++m.inventory_version;
+}
+
 std::size_t Detector::distinct() const { return impl_->inventory.size(); }
 std::uint64_t Detector::inventory_version() const { return impl_->inventory_version; }
 const DetectorStats& Detector::stats() const { return impl_->stats; }

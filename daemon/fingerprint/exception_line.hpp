@@ -4,8 +4,18 @@
 
 #include <cctype>
 #include <string_view>
+#include <vector>
+
+namespace faultline {
+struct FailureSignature;
+}
 
 namespace faultline::fingerprint_detail {
+
+// signature_of for lines whose logger prefixes the caller already removed: `stripped[i]` is
+// strip_log_prefix(raw[i]) (the detector strips each line once, as it reads it).
+FailureSignature signature_of_stripped(const std::vector<std::string_view>& raw,
+                                       const std::vector<std::string_view>& stripped);
 
 // The exception class at the start of `t` ("torch.distributed.DistStoreError: ..." → its class), or empty: a dotted
 // identifier followed by ": " that ends in Error or Exception, or whose last part is a class name under a module

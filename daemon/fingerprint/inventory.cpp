@@ -1,6 +1,12 @@
-// The inventory's JSON form (shared by `faultline fingerprints --json` and `GET /api/v1/fingerprints`) and the board
-// that hands the pipeline thread's inventory to the HTTP server's thread.
+// The inventory's JSON form (shared by `faultline fingerprints --json` and `GET /api/v1/fingerprints`), its saved
+// form in the daemon's checkpoint, and the board that hands the pipeline thread's inventory to the HTTP server's
+// thread.
+#include <algorithm>
+#include <stdexcept>
+
 #include <nlohmann/json.hpp>
+
+#include "faultline/json_integer.hpp"
 
 #include "faultline/fingerprint.hpp"
 
@@ -43,6 +49,97 @@ std::string inventory_json(const std::vector<FingerprintEntry>& inventory) {
   for (const auto& e : inventory) list.push_back(entry_object(e));
   j["fingerprints"] = std::move(list);
   return dump(j);
+}
+
+namespace {
+constexpr int kInventoryStateVersion = 1;
+
+std::string cut(const std::string& s, std::size_t n) { return s.size() <= n ? s : s.substr(0, n); }
+
+Time time_field(const nlohmann::json& j, const char* what) {
+  auto t = parse_rfc3339(j.at(what).get<std::string>());
+  if (!t) throw std::runtime_error(std::string(what) + " is not an RFC 3339 time: " + j.at(what).dump());
+  return *t;
+}
+}  // namespace
+
+std::string inventory_state_json(const std::vector<FingerprintEntry>& inventory) {
+  // The most recently seen entries, kept in order of first sight.
+  std::vector<const FingerprintEntry*> kept;
+  for (const auto& e : inventory) kept.push_back(&e);
+  if (kept.size() > kMaxSavedFingerprints) {
+    std::vector<const FingerprintEntry*> by_last = kept;
+    std::nth_element(by_last.begin(), by_last.begin() + (kMaxSavedFingerprints - 1), by_last.end(),
+                     [](auto* a, auto* b) { return a->last_seen > b->last_seen; });
+    const Time cutoff = by_last[kMaxSavedFingerprints - 1]->last_seen;
+    std::size_t above = std::count_if(kept.begin(), kept.end(), [&](auto* e) { return e->last_seen > cutoff; });
+    std::size_t at_cutoff = kMaxSavedFingerprints - above;  // ties at the cutoff: the later ones in order
+    std::vector<const FingerprintEntry*> out;
+    for (auto it = kept.rbegin(); it != kept.rend(); ++it) {
+      if ((*it)->last_seen > cutoff || ((*it)->last_seen == cutoff && at_cutoff > 0 && at_cutoff--)) out.push_back(*it);
+    }
+    std::reverse(out.begin(), out.end());
+    kept = std::move(out);
+  }
+  nlohmann::json j;
+  j["version"] = kInventoryStateVersion;
+  auto& list = j["entries"] = nlohmann::json::array();
+  for (const FingerprintEntry* e : kept) {
+    nlohmann::json x;
+    x["fingerprint"] = e->fingerprint;
+    x["type"] = e->type;
+    x["template"] = e->message_template;
+    x["count"] = e->count;
+    x["first_seen"] = format_time(e->first_seen);
+    x["last_seen"] = format_time(e->last_seen);
+    x["streams"] = e->streams;
+    auto& example = x["example"] = nlohmann::json::array();
+    for (std::size_t k = 0; k < e->example.size() && k < kMaxSavedExampleLines; ++k)
+      example.push_back(cut(e->example[k], kMaxSavedExampleText));
+    x["claimed_by"] = e->claimed_by;
+    x["severity"] = std::string(to_string(e->severity));
+    x["below_error"] = e->below_error;
+    list.push_back(std::move(x));
+  }
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Result<std::vector<FingerprintEntry>> inventory_from_state_json(std::string_view text) {
+  try {
+    auto j = nlohmann::json::parse(text);
+    const auto& v = j.at("version");
+    if (!v.is_number_integer() || v.get<std::int64_t>() != kInventoryStateVersion)
+      return Error{"unsupported fingerprint inventory version " + v.dump()};
+    std::vector<FingerprintEntry> out;
+    for (const auto& x : j.at("entries")) {
+      if (out.size() >= kMaxSavedFingerprints) break;
+      FingerprintEntry e;
+      e.fingerprint = x.at("fingerprint").get<std::string>();
+      e.type = x.at("type").get<std::string>();
+      e.message_template = x.at("template").get<std::string>();
+      auto count = json_integer<std::uint64_t>(x.at("count"));
+      if (!count) throw std::runtime_error("count is not an integer in range: " + x.at("count").dump());
+      e.count = *count;
+      e.first_seen = time_field(x, "first_seen");
+      e.last_seen = time_field(x, "last_seen");
+      for (const auto& s : x.at("streams")) {
+        if (e.streams.size() < 8) e.streams.push_back(s.get<std::string>());
+      }
+      for (const auto& l : x.at("example")) {
+        if (e.example.size() < kMaxSavedExampleLines)
+          e.example.push_back(cut(l.get<std::string>(), kMaxSavedExampleText));
+      }
+      e.claimed_by = x.at("claimed_by").get<std::string>();
+      auto severity = parse_severity(x.at("severity").get<std::string>());
+      if (!severity) throw std::runtime_error("unknown severity " + x.at("severity").dump());
+      e.severity = *severity;
+      e.below_error = x.at("below_error").get<bool>();
+      out.push_back(std::move(e));
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return Error{std::string("malformed fingerprint inventory: ") + e.what()};
+  }
 }
 
 void InventoryBoard::publish(std::vector<FingerprintEntry> inventory) {

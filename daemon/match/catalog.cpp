@@ -48,7 +48,7 @@ Catalog load_and_compile(const std::vector<std::string>& paths, const std::vecto
   const bool go_on = !load_failed || (policy.on_load_error == OnLoadError::compile_the_rest && !loaded.rules.rules.empty());
   if (go_on) apply_rule_overrides(loaded.rules, overrides, out.diagnostics);
   if (go_on && policy.compile) {
-    CompileResult compiled = compile_rules(std::move(loaded.rules), CompileOptions{cache_dir});
+    CompileResult compiled = compile_rules(std::move(loaded.rules), CompileOptions{cache_dir, policy.story_anchors});
     out.diagnostics.insert(out.diagnostics.end(), compiled.diagnostics.begin(), compiled.diagnostics.end());
     if (out.errors() == 0) out.compiled = std::move(compiled.rules);
   } else {

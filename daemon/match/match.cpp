@@ -85,6 +85,8 @@ constexpr std::array<std::string_view, kStoryAnchorCount> kAnchorPatterns{
     R"(|The program will terminate)",
     R"(\[Errno [0-9]+\] )",
     R"([A-Za-z0-9](Error|Exception|Failed|Failure): |\.OutOfResources: )",
+    R"(File "[^"\n]+", line [0-9]+)",
+    R"( fp=0x[0-9a-f]+ sp=0x[0-9a-f]+ pc=0x)",
 };
 
 }  // namespace
@@ -106,6 +108,8 @@ std::string_view to_string(StoryAnchor anchor) {
     case StoryAnchor::exit_status: return "exit-status";
     case StoryAnchor::errno_error: return "errno-error";
     case StoryAnchor::exception_line: return "exception";
+    case StoryAnchor::python_frame: return "python-frame";
+    case StoryAnchor::go_runtime_frame: return "go-runtime-frame";
   }
   return "";
 }
@@ -208,7 +212,7 @@ CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
     return result;
   }
   // The story anchors follow the rules' expressions: an expression id at or past ids.size() is an anchor.
-  for (std::size_t k = 0; k < kAnchorPatterns.size(); ++k) {
+  for (std::size_t k = 0; options.story_anchors && k < kAnchorPatterns.size(); ++k) {
     hs_ids.push_back(static_cast<unsigned>(patterns.size()));
     patterns.emplace_back(kAnchorPatterns[k]);
     flags.push_back(HS_FLAG_MULTILINE);

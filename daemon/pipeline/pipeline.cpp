@@ -63,7 +63,21 @@ struct Pipeline::Impl {
       : rules(r), scanner(r), correlator(r, o.correlator), detector(r, o.fingerprint), on_incident(std::move(h)),
         options(o) {}
 
+  // A cascade that an unclassified failure explains does not page on its own: the cause pages for it, so it is
+  // raised to the cascade's severity when lower (docs/fingerprints.md, "One incident per unknown failure").
+  void escalate_causes() {
+    std::vector<Incident> raised;
+    for (const auto& inc : incidents) {
+      if (inc.caused_by && inc.caused_by_rule == kUnclassifiedRule)
+        detector.escalate(*inc.caused_by, inc.severity, raised);
+    }
+    if (raised.empty()) return;
+    correlator.add_root_causes(raised);
+    incidents.insert(incidents.end(), raised.begin(), raised.end());
+  }
+
   void deliver() {
+    escalate_causes();
     for (const auto& inc : incidents) {
       ++stats.incidents;
       if (on_incident) on_incident(inc);
@@ -217,6 +231,13 @@ const DecodeStats& Pipeline::decode_stats(std::uint32_t stream) const { return i
 
 std::string Pipeline::save_state() const { return impl_->correlator.save_state(); }
 Result<void> Pipeline::load_state(std::string_view json) { return impl_->correlator.load_state(json); }
+std::string Pipeline::save_fingerprints() const { return inventory_state_json(impl_->detector.inventory()); }
+Result<void> Pipeline::load_fingerprints(std::string_view json) {
+  auto entries = inventory_from_state_json(json);
+  if (!entries) return entries.error();
+  impl_->detector.restore_inventory(std::move(*entries));
+  return {};
+}
 void Pipeline::set_trace(std::function<void(const std::string&)> trace) {
   impl_->trace = trace;
   impl_->trace_level_filter();

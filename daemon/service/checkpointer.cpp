@@ -35,6 +35,7 @@ void Checkpointer::write(Why why) {
   Checkpoint c;
   c.positions = tailer_.positions();
   c.correlator_state = pipeline_.save_state();
+  c.fingerprints = pipeline_.save_fingerprints();
   c.written = clock_.now();
   const char* what = why == Why::periodic ? "periodic" : "shutdown";
   if (auto done = write_checkpoint(state_dir_, c); done) {

@@ -173,6 +173,10 @@ struct Service::Impl {
       if (auto loaded = pipeline->load_state(checkpoint->correlator_state); !loaded)
         spdlog::error("cannot restore the correlation state: {}", loaded.error().message);
     }
+    if (checkpoint && !checkpoint->fingerprints.empty()) {
+      if (auto loaded = pipeline->load_fingerprints(checkpoint->fingerprints); !loaded)
+        spdlog::error("cannot restore the fingerprint inventory: {}; it starts empty", loaded.error().message);
+    }
     event_counters = metrics->event_counters(rules->rule_set());
     pipeline->set_hit_observer([this](const Hit& hit, const RecordBatch&) {
       if (hit.event.rule < event_counters.size() && hit.event.event < event_counters[hit.event.rule].size())

@@ -47,6 +47,7 @@ std::string checkpoint_to_json(const Checkpoint& checkpoint) {
   if (k.valid)
     j["kmsg"] = {{"boot_id", k.boot_id}, {"seq", k.seq}, {"offset", k.offset}, {"line", k.line}};
   j["correlator"] = checkpoint.correlator_state;
+  if (!checkpoint.fingerprints.empty()) j["fingerprints"] = checkpoint.fingerprints;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -84,6 +85,7 @@ Result<Checkpoint> checkpoint_from_json(std::string_view text) {
       c.positions.kmsg.valid = true;
     }
     c.correlator_state = j.value("correlator", std::string());
+    c.fingerprints = j.value("fingerprints", std::string());
     return c;
   } catch (const std::exception& e) {
     return Error{std::string("malformed checkpoint: ") + e.what()};

@@ -17,6 +17,7 @@ struct Checkpoint {
   static constexpr int kVersion = 1;
   TailPositions positions;
   std::string correlator_state;  // the pipeline's saved correlation state
+  std::string fingerprints;      // the detector's inventory (inventory_state_json); empty in older checkpoints
   Time written{};
 };
 

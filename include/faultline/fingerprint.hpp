@@ -21,6 +21,7 @@
 #include "faultline/decode.hpp"
 #include "faultline/incident.hpp"
 #include "faultline/match.hpp"
+#include "faultline/result.hpp"
 #include "faultline/types.hpp"
 
 namespace faultline {
@@ -137,9 +138,15 @@ class Detector {
   void tick(std::vector<Incident>& out);
   // End of input: every open story is closed.
   void finish(std::vector<Incident>& out);
+  // The unclassified incident `id` explains a cascade raised at `severity`: the cause pages at least as loud as the
+  // symptom it silences (a new revision, appended to `out`, when it was lower). False when it is not in the book.
+  bool escalate(std::string_view id, Severity severity, std::vector<Incident>& out);
 
   // Every fingerprint seen, in order of first sight.
   std::vector<FingerprintEntry> inventory() const;
+  // The inventory a previous run saved (inventory_state_json): its entries are known from now on, with their counts
+  // and first sight; a story seen again counts on. Replaces the current inventory; bounded by max_fingerprints.
+  void restore_inventory(std::vector<FingerprintEntry> entries);
   std::size_t distinct() const;
   // Grows whenever the inventory changes: a reader copies inventory() only when it moved.
   std::uint64_t inventory_version() const;
@@ -155,6 +162,16 @@ class Detector {
 std::string fingerprint_json(const FingerprintEntry& entry);
 // The body of `GET /api/v1/fingerprints`: {"count": N, "fingerprints": [entry, ...]}, in order of first sight.
 std::string inventory_json(const std::vector<FingerprintEntry>& inventory);
+
+// The inventory as the daemon's checkpoint keeps it across a restart: {"version": 1, "entries": [...]}, bounded —
+// the kMaxSavedFingerprints most recently seen entries (in order of first sight), each example cut to
+// kMaxSavedExampleLines lines of kMaxSavedExampleText bytes (well under 3 MiB in all).
+inline constexpr std::size_t kMaxSavedFingerprints = 512;
+inline constexpr std::size_t kMaxSavedExampleLines = 8;
+inline constexpr std::size_t kMaxSavedExampleText = 256;
+std::string inventory_state_json(const std::vector<FingerprintEntry>& inventory);
+// An Error says what is wrong (an unknown version, a field of the wrong type); nothing is half-read.
+Result<std::vector<FingerprintEntry>> inventory_from_state_json(std::string_view json);
 
 // The inventory as another thread reads it (the daemon's HTTP API): the pipeline thread publishes a copy, readers
 // take the latest. Thread-safe.

@@ -49,8 +49,11 @@ enum class StoryAnchor : std::uint8_t {
   exit_status,     // exited with code N, exitcode N, exit status N (N != 0), Ray's "The program will terminate"
   errno_error,     // [Errno N] (only a story where the line is logged as an error)
   exception_line,  // pkg.SomeError: message — a traceback's last line, also when its head was not logged
+  python_frame,    // File "x.py", line N, in f — a frame of a Python traceback (a story only when logged as an error
+                   // and no story is open: a traceback whose head is not in the log)
+  go_runtime_frame,  // "file.go:N +0x.. fp=0x.. sp=0x.. pc=0x..": a frame of the Go runtime's own crash dump
 };
-constexpr std::size_t kStoryAnchorCount = 15;
+constexpr std::size_t kStoryAnchorCount = 17;
 std::string_view to_string(StoryAnchor anchor);
 
 struct AnchorHit {
@@ -60,6 +63,7 @@ struct AnchorHit {
 
 struct CompileOptions {
   std::string cache_dir;  // where serialized databases are kept; empty: no cache
+  bool story_anchors = true;  // false: the rules' events only (no failure stories: typed incidents only)
 };
 
 struct CompileInfo {

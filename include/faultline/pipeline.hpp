@@ -97,6 +97,9 @@ class Pipeline {
   // In-flight correlation state (stories, open incidents) for checkpoints; versioned JSON.
   std::string save_state() const;
   Result<void> load_state(std::string_view json);
+  // The detector's fingerprint inventory, saved and restored beside the correlation state (inventory_state_json).
+  std::string save_fingerprints() const;
+  Result<void> load_fingerprints(std::string_view json);
   // `scan --explain`: a line of text for every state change of the correlator.
   void set_trace(std::function<void(const std::string&)> trace);
   // The event clock: where correlation stands (the latest of the streams' clocks, moved on by advance()/tick()).

@@ -2,8 +2,8 @@
 """`GET /api/v1/fingerprints` on a real `faultline run` with the shipped catalog: real corpus failures appended to a
 followed log show up in the inventory — the one no rule knows unclaimed, the typed one claimed by its rule — in the
 shape `faultline fingerprints --json` prints, with the same fingerprints; a repeat raises its count; the bearer
-token guards it; after a restart the inventory is rebuilt from what is read from then on (docs/fingerprints.md)
-while the unclassified incident stays in the incident API."""
+token guards it; a restart keeps the inventory (it is part of the checkpoint: counts, first and last seen) and the
+unclassified incident in the incident API (docs/fingerprints.md)."""
 import json
 import os
 import sys
@@ -78,15 +78,27 @@ def test(work):
     metrics = d.metrics()
     check((metrics.value("faultline_http_requests_total", handler="fingerprints", code="200") or 0) >= 1,
           "requests to the inventory are counted under handler=fingerprints")
+    before = {e["fingerprint"]: e for e in inventory()["fingerprints"]}
     d.stop_ok()
 
-    # Restarted on the same state dir: the inventory starts afresh; the incident is still served.
+    # Restarted on the same state dir: the inventory is kept (the checkpoint holds it) with its counts and first
+    # sight; a repeat after the restart counts on; the incident is still served.
     d.start()
-    check(inventory()["count"] == 0, "the inventory is rebuilt after a restart (nothing new read yet)")
+    after = {e["fingerprint"]: e for e in inventory()["fingerprints"]}
+    check(set(after) == set(before), "the inventory survives a restart: %s vs %s" % (sorted(after), sorted(before)))
+    for k, e in before.items():
+        for field in ("count", "first_seen", "last_seen", "type", "template", "claimed_by", "streams", "severity"):
+            check(after[k][field] == e[field], "%s: %s is %r after the restart, %r before" % (k, field, after[k][field],
+                                                                                           e[field]))
+    check(after[fp]["count"] == 2, "the repeat's count is kept: %s" % after[fp])
+    work.append(*lines_of(UNKNOWN), *filler)
+    wait_until(lambda: any(e["fingerprint"] == fp and e["count"] == 3 for e in inventory()["fingerprints"]), 30,
+               what="a repeat after the restart counted on", alive=d)
+    check({e["fingerprint"]: e for e in inventory()["fingerprints"]}[fp]["first_seen"] == before[fp]["first_seen"],
+          "first seen is the first sight before the restart")
     status, _, body = tl.http_get(d.base + "/api/v1/incidents?rule=unclassified-failure", auth)
     incs = json.loads(body)["incidents"]
     check(status == 200 and [i["fingerprint"] for i in incs] == [fp], "the unclassified incident survives: %s" % body)
     d.stop_ok()
-
 
 tl.main(test)

@@ -557,7 +557,8 @@ rules:
     h.replay.finish();
     auto unclassified = h.of("unclassified-failure");
     auto init = h.of("engine-init-failed");
-    REQUIRE(unclassified.size() == 1);
+    REQUIRE_FALSE(unclassified.empty());
+    CHECK(unclassified.back().id == unclassified.front().id);  // one incident (raised to critical: see below)
     REQUIRE(init.size() == 1);
     REQUIRE(init[0].caused_by);
     CHECK(*init[0].caused_by == unclassified[0].id);
@@ -583,4 +584,38 @@ rules:
     REQUIRE(nccl.size() == 1);
     CHECK_FALSE(nccl[0].caused_by);
   }
+}
+
+TEST_CASE("the unclassified failure that explains a critical cascade pages at the cascade's severity", "[correlate]") {
+  auto rules = compile_yaml(R"(
+rules:
+  - id: engine-dead
+    title: engine dead
+    severity: critical
+    cascade: {window: 2m, hold: 10s}
+    events: {e: 'the engine is dead'}
+)");
+  // A traceback the logger printed at ERROR while the process went on: a warning on its own.
+  const std::vector<std::string> story = {
+      "(EngineCore_0 pid=88) ERROR 11-29 10:08:01 [core.py:866] Traceback (most recent call last):",
+      "(EngineCore_0 pid=88) ERROR 11-29 10:08:01 [core.py:866]   File \"/x/flux.py\", line 3, in step",
+      "(EngineCore_0 pid=88) ERROR 11-29 10:08:01 [core.py:866] RuntimeError: the flux capacitor is out of phase"};
+  Harness h(rules);
+  h.lines(story);
+  for (int i = 0; i < 25; ++i) h.line("INFO 11-29 10:08:02 [api.py:1] serving " + std::to_string(i));
+  h.line("ERROR 11-29 10:08:03 [async_llm.py:1] the engine is dead, shutting down the API server");
+  h.replay.finish();
+  auto dead = h.of("engine-dead");
+  auto unclassified = h.of("unclassified-failure");
+  REQUIRE(dead.size() == 1);
+  REQUIRE_FALSE(unclassified.empty());
+  REQUIRE(dead[0].caused_by);
+  CHECK(*dead[0].caused_by == unclassified[0].id);
+  CHECK(dead[0].severity == Severity::critical);
+  CHECK(unclassified.front().severity == Severity::warning);
+  // The cascade does not page on its own, so its cause does, as loud: a new revision after the cascade's.
+  CHECK(unclassified.back().severity == Severity::critical);
+  CHECK(unclassified.back().revision == unclassified.front().revision + 1);
+  CHECK(unclassified.back().id == unclassified.front().id);
+  CHECK(h.pipeline.detector().inventory().front().severity == Severity::critical);
 }

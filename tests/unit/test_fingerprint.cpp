@@ -344,7 +344,13 @@ TEST_CASE("stories are found the same however the lines are batched", "[fingerpr
     }
     r.finish();
     std::vector<std::string> out;
-    for (const auto& inc : r.incidents()) out.push_back(inc.id + " " + inc.fingerprint + " " + std::to_string(inc.evidence.size()));
+    for (const auto& inc : r.incidents()) {
+      // The story's lines as read, with their times: the same whether a story stayed in one batch or outlived it.
+      std::string story = inc.id + " " + inc.fingerprint + " " + std::to_string(inc.evidence.size()) + " " +
+                          format_time(inc.first_seen) + " " + format_time(inc.last_seen);
+      for (const auto& e : inc.evidence) story += "\n" + std::to_string(e.line) + " " + format_time(e.time) + " " + e.text;
+      out.push_back(story);
+    }
     return out;
   };
   auto whole = run(log.size(), 1 << 20);
@@ -503,4 +509,123 @@ TEST_CASE("Ray's own end of the program is an exit line", "[fingerprint]") {
   const FailureSignature sig = signature_of(views(lines));
   CHECK(sig.type == "exit");
   CHECK(sig.message_template.starts_with("Failed to connect to GCS within <num> seconds"));
+}
+
+TEST_CASE("a traceback whose head is not in the log: its frames logged as an error are a story", "[fingerprint]") {
+  const std::vector<std::string> frames = {
+      "  File \"/usr/local/lib/python3.12/dist-packages/vllm/model_executor/models/utils.py\", line 213, in _load_module",
+      "    for child_prefix, child_weights in self._groupby_prefix(weights):",
+      "  File \"/usr/local/lib/python3.12/dist-packages/vllm/model_executor/models/utils.py\", line 103, in _groupby_prefix",
+      "    for prefix, group in itertools.groupby(weights_by_parts,",
+  };
+  const auto prefixed = with_prefix("(VllmWorkerProcess pid=294) ERROR 05-26 03:28:51 [w.py:238] ", frames);
+  const auto sig = signature_of(views(prefixed));
+  CHECK(sig.type == "traceback without its exception line");
+  CHECK(sig.rank == 0);
+  REQUIRE(sig.frames.size() == 2);
+  CHECK(sig.frames[0] == "utils.py:_groupby_prefix");  // the innermost: the last printed
+  CHECK(sig.terminal_index == 2);
+  CHECK(signature_of(views(with_prefix("ERROR 01-06 23:27:37 [core.py:890] ", frames))).fingerprint == sig.fingerprint);
+
+  Harness h(compile_yaml(kRules));
+  h.lines(with_prefix("(VllmWorkerProcess pid=294) ERROR 05-26 03:28:51 [w.py:238] ", frames));
+  h.replay.finish();
+  REQUIRE(h.replay.incidents().size() == 1);
+  CHECK(h.replay.incidents()[0].fingerprint == sig.fingerprint);
+  CHECK(h.replay.incidents()[0].severity == Severity::warning);
+
+  // Look-alikes: the same frames under a warning's stack_info or an INFO record, or with no level at all (a source
+  // listing, a head cut off by the reader); and a full traceback stays one story whose frames name no anchor.
+  Harness quiet(compile_yaml(kRules));
+  quiet.lines(with_prefix("WARNING 05-26 03:28:51 [w.py:238] ", frames));
+  for (int i = 0; i < 25; ++i) quiet.line("INFO 05-26 03:28:52 [api.py:1] serving " + std::to_string(i));
+  quiet.lines(with_prefix("INFO 05-26 03:28:53 [w.py:238] ", frames));
+  for (int i = 0; i < 25; ++i) quiet.line("INFO 05-26 03:28:54 [api.py:1] serving " + std::to_string(i));
+  quiet.lines(frames);
+  quiet.replay.finish();
+  CHECK(quiet.replay.incidents().empty());
+
+  Harness full(compile_yaml(kRules));
+  full.lines(with_prefix("ERROR 11-29 10:08:01 [core.py:866] ", kOld));
+  full.replay.finish();
+  REQUIRE(full.replay.incidents().size() == 1);
+  CHECK(full.replay.incidents()[0].fingerprint == signature_of(views(kOld)).fingerprint);
+  for (const auto& e : full.replay.incidents()[0].evidence) CHECK(e.event != "python-frame");
+}
+
+TEST_CASE("the Go runtime's crash dump without its panic line is a critical story", "[fingerprint]") {
+  // Frame locations with fp= sp= pc= are printed by the runtime's own traceback as the process dies (a fatal panic,
+  // a runtime throw, a dump signal such as SIGQUIT), never by runtime/debug.Stack or a recovered panic's log.
+  const std::vector<std::string> dump = {
+      "goroutine 19 gp=0xc000103180 m=nil [chan receive]:",
+      "runtime.gopark(0xc0001d59a0?, 0xc000590018?, 0x60?, 0xa7?, 0x5604dbb02e48?)",
+      "\truntime/proc.go:435 +0xce fp=0xc00006a718 sp=0xc00006a6f8 pc=0x5604dba1e1ce",
+      "net/http.(*Server).Serve(0xc000320700, {0x7ff605a81580, 0xc000308300})",
+      "\tnet/http/server.go:3424 +0x30c fp=0xc00058fb38 sp=0xc00058fa08 pc=0x7ff6048a8a4c",
+      "github.com/ollama/ollama/runner/llamarunner.Execute({0xc0000da020, 0x4, 0x6})",
+      "\tgithub.com/ollama/ollama/runner/llamarunner/runner.go:1000 +0x8f5 fp=0xc00058fd08 sp=0xc00058fb38 pc=0x7ff604a232b5",
+  };
+  const auto sig = signature_of(views(dump));
+  CHECK(sig.type == "go runtime traceback");
+  CHECK(sig.terminal_index == 2);
+  REQUIRE(sig.frames.size() == 2);
+  CHECK(sig.frames[0] == "http.(*Server).Serve");  // the runtime's own frames are skipped
+  CHECK(sig.frames[1] == "llamarunner.Execute");
+  CHECK(signature_of(views(with_prefix("06.05 13:15:31 ASTOR ollama[2690]: ", dump))).fingerprint == sig.fingerprint);
+
+  Harness h(compile_yaml(kRules));
+  h.lines(with_prefix("06.05 13:15:31 ASTOR ollama[2690]: ", dump));
+  h.replay.finish();
+  REQUIRE(h.replay.incidents().size() == 1);
+  CHECK(h.replay.incidents()[0].severity == Severity::critical);
+  CHECK(h.replay.incidents()[0].fingerprint == sig.fingerprint);
+
+  // Look-alike: a goroutine stack a server logs and survives (runtime/debug.Stack in a recovered handler) has no
+  // fp= sp= pc= columns.
+  Harness logged(compile_yaml(kRules));
+  logged.lines({"2025/06/05 13:15:31 ERROR handler failed: stack follows", "goroutine 12 [running]:",
+                "runtime/debug.Stack()", "\truntime/debug/stack.go:26 +0x5e",
+                "net/http.(*conn).serve(0xc000320700, {0x7ff605a81580, 0xc000308300})",
+                "\tnet/http/server.go:2092 +0x5d0"});
+  logged.replay.finish();
+  CHECK(logged.replay.incidents().empty());
+}
+
+TEST_CASE("the inventory's saved form: round trip, bounded, bad input is an error", "[fingerprint]") {
+  std::vector<FingerprintEntry> inv;
+  for (int i = 0; i < static_cast<int>(kMaxSavedFingerprints) + 40; ++i) {
+    FingerprintEntry e;
+    e.fingerprint = "fp" + std::to_string(i);
+    e.type = "RuntimeError";
+    e.message_template = "boom <num>";
+    e.count = static_cast<std::uint64_t>(i + 1);
+    e.first_seen = at(i);
+    e.last_seen = at(i < 40 ? 100000 + i : 2 * i);  // the first 40 were seen again most recently
+    e.streams = {"/var/log/a.log"};
+    e.example.assign(30, std::string(1000, 'x'));
+    e.claimed_by = i % 2 ? "cuda-oom" : "";
+    e.severity = Severity::critical;
+    inv.push_back(std::move(e));
+  }
+  const std::string saved = inventory_state_json(inv);
+  CHECK(saved.size() < 3u * 1024 * 1024);
+  auto back = inventory_from_state_json(saved);
+  REQUIRE(back);
+  REQUIRE(back->size() == kMaxSavedFingerprints);
+  CHECK(back->front().fingerprint == "fp0");  // recently seen again: kept, in order of first sight
+  CHECK(back->front().count == 1);
+  CHECK(back->front().first_seen == at(0));
+  CHECK(back->front().example.size() == kMaxSavedExampleLines);
+  CHECK(back->front().example[0].size() == kMaxSavedExampleText);
+  CHECK(back->at(1).claimed_by == "cuda-oom");
+  CHECK(std::none_of(back->begin(), back->end(), [](const auto& e) { return e.fingerprint == "fp40"; }));
+
+  Harness h(compile_yaml(kRules));
+  REQUIRE(h.pipeline.load_fingerprints(saved));
+  CHECK(h.pipeline.detector().distinct() == kMaxSavedFingerprints);
+
+  CHECK_FALSE(inventory_from_state_json("{\"version\": 2, \"entries\": []}"));
+  CHECK_FALSE(inventory_from_state_json("{\"version\": 1, \"entries\": [{\"fingerprint\": 7}]}"));
+  CHECK_FALSE(inventory_from_state_json("not json"));
+  CHECK_FALSE(h.pipeline.load_fingerprints("{\"version\": 1}"));
 }

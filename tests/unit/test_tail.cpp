@@ -114,6 +114,7 @@ TEST_CASE("checkpoints round-trip, are written atomically and carry a version") 
   c.positions.files.push_back(p);
   c.positions.kmsg = KmsgPosition{"boot-1", 99, 1000, 12, true};
   c.correlator_state = R"({"version":1,"stories":[]})";
+  c.fingerprints = R"({"version":1,"entries":[]})";
   c.written = *parse_rfc3339("2026-11-30T10:00:00Z");
   REQUIRE(write_checkpoint(t.path.string(), c).ok());
   CHECK(!fs::exists(t.path / ("checkpoint.json.tmp." + std::to_string(::getpid()))));
@@ -134,7 +135,12 @@ TEST_CASE("checkpoints round-trip, are written atomically and carry a version") 
   CHECK(back->positions.kmsg.valid);
   CHECK(back->positions.kmsg.seq == 99);
   CHECK(back->correlator_state == c.correlator_state);
+  CHECK(back->fingerprints == c.fingerprints);
   CHECK(back->written == c.written);
+  // A checkpoint written before the inventory was kept: no fingerprints, no error.
+  auto older = checkpoint_from_json(R"({"version":1,"files":[],"correlator":""})");
+  REQUIRE(older.ok());
+  CHECK(older->fingerprints.empty());
 
   // No checkpoint: nothing, without an error. Wrong version or garbage: an error naming the file.
   TempDir empty;
