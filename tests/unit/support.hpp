@@ -67,6 +67,19 @@ inline std::string dump(const LoadResult& r) {
 
 inline Time at(int seconds) { return Time(std::chrono::seconds(1764410000 + seconds)); }
 
+// A line stamped `seconds` after at(0): "<RFC 3339 time> <msg>".
+inline std::string ts(int seconds, const std::string& msg) { return format_time(at(seconds)) + " " + msg; }
+
+// A raw-format stream named `name` (logical and instance alike) with these labels.
+inline std::uint32_t add_raw_stream(Pipeline& p, const std::string& name, Fields labels) {
+  StreamIdentity id;
+  id.name = id.logical = id.instance = name;
+  id.labels = std::move(labels);
+  DecodeOptions o;
+  o.format = ContainerFormat::raw;
+  return p.add_stream(id, o);
+}
+
 // Feeds lines (each gets "\n") to one stream through a Replay, read at `read_time`. `emitted` holds every revision;
 // replay.incidents() the latest of each. `pipeline` is the replay's, for what a test drives by hand.
 struct Harness {

@@ -14,8 +14,6 @@ using namespace faultline::testing;
 
 namespace {
 
-std::string ts(int seconds, const std::string& msg) { return format_time(at(seconds)) + " " + msg; }
-
 // 70 events e0..e69 and a `done` event that counts only once e65 was seen.
 std::string many_events_rule() {
   std::string yaml = "id: many-events\ntitle: many events\nseverity: warning\nevents:\n";

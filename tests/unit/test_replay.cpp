@@ -13,8 +13,6 @@ using namespace faultline::testing;
 
 namespace {
 
-std::string ts(int seconds, const std::string& msg) { return format_time(at(seconds)) + " " + msg; }
-
 StreamIdentity named(const std::string& name) {
   StreamIdentity id;
   id.name = id.logical = id.instance = name;
