@@ -245,7 +245,10 @@ bool looks_like_cri(std::string_view prefix) {
   return cri_header(prefix, ignored, true) != 0;
 }
 
-bool parse_docker(std::string_view line, bool cut, std::string& log, DockerLine& out) {
+namespace {
+
+// Any layout of the object: keys in any order, white space between tokens, other keys skipped, escapes decoded.
+bool parse_docker_general(std::string_view line, bool cut, std::string& log, DockerLine& out) {
   out = DockerLine{};
   log.clear();
   Json j{line, 0, cut};
@@ -294,6 +297,61 @@ bool parse_docker(std::string_view line, bool cut, std::string& log, DockerLine&
   j.ws();
   if (j.p != line.size() || !have_log || !(have_time || out.has_stream)) return false;
   return finish();
+}
+
+
+// The layout docker's json-file driver writes, {"log":"<text>","stream":"stdout|stderr","time":"<RFC 3339>"}, with no
+// escape in the text but its final "\n": the text is then a view into the line. Anything else returns false and is
+// left to parse_docker_general, which reads the same lines to the same result.
+bool parse_docker_plain(std::string_view line, std::string_view& log, DockerLine& out) {
+  constexpr std::string_view kHead = R"({"log":")";
+  constexpr std::string_view kStdout = R"(","stream":"stdout","time":")";
+  constexpr std::string_view kStderr = R"(","stream":"stderr","time":")";
+  if (line.size() < kHead.size() + kStdout.size() + 2 || line.substr(0, kHead.size()) != kHead) return false;
+  const char* d = line.data();
+  const std::size_t n = line.size();
+  const void* quote = std::memchr(d + kHead.size(), '"', n - kHead.size());
+  if (quote == nullptr) return false;
+  const auto q = static_cast<std::size_t>(static_cast<const char*>(quote) - d);
+  std::size_t end = q;  // end of the text
+  bool partial = true;
+  if (const void* bs = std::memchr(d + kHead.size(), '\\', q - kHead.size())) {
+    // The one escape allowed is the final "\n" (a backslash before the quote would escape it).
+    if (static_cast<const char*>(bs) != d + q - 2 || d[q - 1] != 'n') return false;
+    end = q - 2;
+    partial = false;
+  }
+  std::size_t p = q;
+  bool is_stderr = false;
+  if (line.substr(p, kStdout.size()) == kStdout) {
+  } else if (line.substr(p, kStderr.size()) == kStderr) {
+    is_stderr = true;
+  } else {
+    return false;
+  }
+  p += kStdout.size();
+  const void* tq = std::memchr(d + p, '"', n - p);
+  if (tq == nullptr) return false;
+  const auto t_end = static_cast<std::size_t>(static_cast<const char*>(tq) - d);
+  if (t_end + 2 != n || d[t_end + 1] != '}') return false;
+  const std::string_view time = line.substr(p, t_end - p);
+  if (time.find('\\') != std::string_view::npos) return false;
+  out = DockerLine{};
+  out.time = parse_rfc3339(time);
+  out.is_stderr = is_stderr;
+  out.has_stream = true;
+  out.partial = partial;
+  log = line.substr(kHead.size(), end - kHead.size());
+  return true;
+}
+
+}  // namespace
+
+bool parse_docker(std::string_view line, bool cut, std::string& scratch, std::string_view& log, DockerLine& out) {
+  if (!cut && parse_docker_plain(line, log, out)) return true;
+  if (!parse_docker_general(line, cut, scratch, out)) return false;
+  log = scratch;
+  return true;
 }
 
 }  // namespace decode_detail

@@ -37,8 +37,9 @@ struct DockerLine {
   bool truncated = false;  // the line was cut before the end of "log" (only when `cut` is passed)
   bool has_stream = false;
 };
-// Decodes `line` into `out`, the unescaped "log" string into `log` (without its final '\n'). `cut`: the line was cut
-// short by the buffer limit, so an unterminated "log" string is accepted as a truncated one.
-bool parse_docker(std::string_view line, bool cut, std::string& log, DockerLine& out);
+// Decodes `line` into `out` and `log`, the unescaped "log" string without its final '\n': a view into `line` when the
+// string holds no other escape, else into `scratch` (which keeps its capacity: no allocation per line). `cut`: the
+// line was cut short by the buffer limit, so an unterminated "log" string is accepted as a truncated one.
+bool parse_docker(std::string_view line, bool cut, std::string& scratch, std::string_view& log, DockerLine& out);
 
 }  // namespace faultline::decode_detail

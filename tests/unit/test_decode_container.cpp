@@ -182,6 +182,47 @@ TEST_CASE("docker: a JSON line over its buffer bound is cut but its log prefix k
   CHECK(st.truncated == 1);
 }
 
+TEST_CASE("docker: the driver's own layout reads as the general JSON reader reads it", "[decode]") {
+  // Each entry once in the layout docker writes (read as a view into the line) and once with a space after '{'
+  // (read by the general reader): the records must be the same but for their offsets.
+  const std::vector<std::string> entries = {
+      R"({"log":"plain line\n","stream":"stdout","time":"2026-11-29T10:00:01.5Z"})",
+      R"({"log":"first half ","stream":"stderr","time":"2026-11-29T10:00:02Z"})",
+      R"({"log":"second half\n","stream":"stderr","time":"2026-11-29T10:00:03Z"})",
+      R"({"log":"ends in a backslash-n \\n","stream":"stdout","time":"2026-11-29T10:00:04Z"})",
+      R"({"log":"tail\n","stream":"stdout","time":"2026-11-29T10:00:05Z"})",
+      R"({"log":"quote \" inside\n","stream":"stdout","time":"2026-11-29T10:00:06Z"})",
+      R"({"log":"two\n\n","stream":"stdout","time":"2026-11-29T10:00:07Z"})",
+      R"({"log":"","stream":"stdout","time":"2026-11-29T10:00:08Z"})",
+      R"({"log":"bad time\n","stream":"stdout","time":"yesterday"})",
+      R"({"log":"cr at the end\n","stream":"stdout","time":"2026-11-29T10:00:09Z"})" "\r",
+      R"({"log":"no stream\n","stream":"other","time":"2026-11-29T10:00:10Z"})",
+      R"({"log":"last\n","stream":"stdout","time":"2026-11-29T10:00:11Z"})",
+  };
+  std::string plain, spaced;
+  for (const auto& e : entries) {
+    plain += e + "\n";
+    spaced += "{ " + e.substr(1) + "\n";
+  }
+  DecodeStats st_plain, st_spaced;
+  const auto a = decode(plain, options(ContainerFormat::docker), &st_plain);
+  const auto b = decode(spaced, options(ContainerFormat::docker), &st_spaced);
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    Rec x = a[i];
+    x.offset = b[i].offset;
+    CHECK(x == b[i]);
+  }
+  CHECK(st_plain.malformed == st_spaced.malformed);
+  CHECK(st_plain.partials_joined == st_spaced.partials_joined);
+  CHECK(texts(a) == std::vector<std::string>{"plain line", "first half second half",
+                                             "ends in a backslash-n \\ntail", "quote \" inside", "two",
+                                             "bad time", "cr at the end", "no stream", "last"});
+  CHECK(a[0].time == T("2026-11-29T10:00:01.5Z"));
+  CHECK(a[1].stream == b[1].stream);
+  CHECK(st_plain.partials_joined == 3);
+}
+
 // ---- auto-detection --------------------------------------------------------------------------------------------------
 
 TEST_CASE("auto-detection looks at the first non-empty line", "[decode]") {
