@@ -176,6 +176,7 @@ int cmd_scan(const Args& args) {
   // Patterns of the rules that load are compiled too, so one run reports every problem. The rules' tests are not read.
   CatalogPolicy policy{OnLoadError::compile_the_rest};
   policy.tests = false;
+  policy.content_hash = false;  // a scan keeps no checkpoint and reloads no rules
   Catalog catalog = load_and_compile(f.rules, {}, f.cache, policy);
   for (const auto& d : catalog.diagnostics) std::cerr << d.str() << "\n";
   if (!catalog.compiled) return 2;

@@ -204,9 +204,10 @@ std::string without_tests(std::string_view text) {
 }
 
 void load_text(std::string_view text, const std::string& file, LoadResult& result,
-               std::map<std::string, Position>& ids) {
+               std::map<std::string, Position>& ids, bool hash = true) {
   RuleReader dec(file, result.diagnostics);
   dec.set_source(text);
+  dec.set_content_hash(hash);
   RuleSet loaded;
   auto docs = dec.load_all(text);
   if (!docs) return;
@@ -278,8 +279,8 @@ LoadResult load_rules(const std::vector<std::string>& paths, const LoadOptions& 
   for (const auto& f : files) {
     RuleReader reader(f, result.diagnostics);
     if (auto text = reader.read_file()) {
-      if (options.tests) load_text(*text, f, result, ids);
-      else load_text(without_tests(*text), f, result, ids);
+      if (options.tests) load_text(*text, f, result, ids, options.content_hash);
+      else load_text(without_tests(*text), f, result, ids, options.content_hash);
     }
   }
   if (result.rules.rules.empty() && result.ok() && !paths.empty()) {

@@ -37,6 +37,7 @@ struct CatalogPolicy {
   OnLoadError on_load_error = OnLoadError::stop;
   bool compile = true;  // false: load and apply overrides only (listing the catalog)
   bool tests = true;    // false: the rules' tests are not read (LoadOptions::tests)
+  bool content_hash = true;  // false: the rules carry no content hash (LoadOptions::content_hash)
 };
 
 struct Catalog {

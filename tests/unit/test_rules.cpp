@@ -621,6 +621,21 @@ TEST_CASE("loading without tests: the same rules, positions and content hashes, 
   CHECK(tests > 100);
 }
 
+TEST_CASE("loading without content hashes: the same rules, every hash empty", "[rules]") {
+  const auto with = load_rules({FAULTLINE_SOURCE_RULES_DIR}, LoadOptions{false});
+  const auto without = load_rules({FAULTLINE_SOURCE_RULES_DIR}, LoadOptions{false, false});
+  REQUIRE(with.ok());
+  REQUIRE(without.ok());
+  REQUIRE(with.rules.rules.size() == without.rules.rules.size());
+  for (std::size_t i = 0; i < with.rules.rules.size(); ++i) {
+    INFO(with.rules.rules[i].id);
+    CHECK(with.rules.rules[i].id == without.rules.rules[i].id);
+    CHECK(with.rules.rules[i].content_hash.size() == 16);
+    CHECK(without.rules.rules[i].content_hash.empty());
+    CHECK(with.rules.rules[i].events.size() == without.rules.rules[i].events.size());
+  }
+}
+
 TEST_CASE("loading without tests: a list at the key's indentation, keys after the block, errors still placed",
           "[rules]") {
   const std::string dir = std::filesystem::temp_directory_path() / ("faultline-notests-" + std::to_string(::getpid()));
