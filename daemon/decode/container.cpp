@@ -28,12 +28,12 @@ namespace decode_detail {
 namespace {
 
 // "<time> <stream> <tag>" header; fills `out` and returns the index just after the tag, or 0.
-std::size_t cri_header(std::string_view line, CriLine& out, bool parse_time) {
+std::size_t cri_header(std::string_view line, CriLine& out, bool parse_time, WrapperClock* clock = nullptr) {
   // The timestamp is RFC 3339 with 'T' and a zone: at least "2006-01-02T15:04:05Z".
   const std::size_t sp = line.find(' ');
   if (sp == std::string_view::npos || sp < 20 || sp > 40 || line[4] != '-' || line[10] != 'T') return 0;
   if (parse_time) {
-    auto t = parse_rfc3339(line.substr(0, sp));
+    auto t = clock != nullptr ? clock->parse(line.substr(0, sp)) : parse_rfc3339(line.substr(0, sp));
     if (!t) return 0;
     out.time = *t;
   }
@@ -233,8 +233,38 @@ bool decode_string(Json& j, std::string& out, bool& ran_off) {
 
 }  // namespace
 
-bool parse_cri(std::string_view line, CriLine& out) {
-  const std::size_t p = cri_header(line, out, true);
+std::optional<Time> WrapperClock::parse(std::string_view text) {
+  if (text.size() <= kPrefix) return parse_rfc3339(text);
+  if (!valid_ || std::memcmp(text.data(), prefix_, kPrefix) != 0) {
+    char whole[kPrefix + 1];
+    std::memcpy(whole, text.data(), kPrefix);
+    whole[kPrefix] = 'Z';
+    const auto base = parse_rfc3339(std::string_view(whole, sizeof whole));
+    valid_ = base.has_value();
+    if (!valid_) return parse_rfc3339(text);
+    std::memcpy(prefix_, text.data(), kPrefix);
+    base_ = *base;
+  }
+  // The rest: ['.' or ',' digits] then 'Z' or 'z', read as parse_rfc3339 reads it (digits past nanoseconds ignored).
+  std::size_t p = kPrefix;
+  std::int64_t nanos = 0;
+  if (text[p] == '.' || text[p] == ',') {
+    ++p;
+    const std::size_t start = p;
+    std::int64_t scale = 100'000'000;
+    while (p < text.size() && text[p] >= '0' && text[p] <= '9') {
+      nanos += (text[p] - '0') * scale;
+      scale /= 10;
+      ++p;
+    }
+    if (p == start) return parse_rfc3339(text);
+  }
+  if (p + 1 != text.size() || (text[p] != 'Z' && text[p] != 'z')) return parse_rfc3339(text);
+  return base_ + Duration(nanos);
+}
+
+bool parse_cri(std::string_view line, CriLine& out, WrapperClock* clock) {
+  const std::size_t p = cri_header(line, out, true, clock);
   if (p == 0) return false;
   out.message = p < line.size() ? p + 1 : line.size();
   return true;
@@ -303,7 +333,7 @@ bool parse_docker_general(std::string_view line, bool cut, std::string& log, Doc
 // The layout docker's json-file driver writes, {"log":"<text>","stream":"stdout|stderr","time":"<RFC 3339>"}, with no
 // escape in the text but its final "\n": the text is then a view into the line. Anything else returns false and is
 // left to parse_docker_general, which reads the same lines to the same result.
-bool parse_docker_plain(std::string_view line, std::string_view& log, DockerLine& out) {
+bool parse_docker_plain(std::string_view line, std::string_view& log, DockerLine& out, WrapperClock* clock) {
   constexpr std::string_view kHead = R"({"log":")";
   constexpr std::string_view kStdout = R"(","stream":"stdout","time":")";
   constexpr std::string_view kStderr = R"(","stream":"stderr","time":")";
@@ -337,7 +367,7 @@ bool parse_docker_plain(std::string_view line, std::string_view& log, DockerLine
   const std::string_view time = line.substr(p, t_end - p);
   if (time.find('\\') != std::string_view::npos) return false;
   out = DockerLine{};
-  out.time = parse_rfc3339(time);
+  out.time = clock != nullptr ? clock->parse(time) : parse_rfc3339(time);
   out.is_stderr = is_stderr;
   out.has_stream = true;
   out.partial = partial;
@@ -347,8 +377,9 @@ bool parse_docker_plain(std::string_view line, std::string_view& log, DockerLine
 
 }  // namespace
 
-bool parse_docker(std::string_view line, bool cut, std::string& scratch, std::string_view& log, DockerLine& out) {
-  if (!cut && parse_docker_plain(line, log, out)) return true;
+bool parse_docker(std::string_view line, bool cut, std::string& scratch, std::string_view& log, DockerLine& out,
+                  WrapperClock* clock) {
+  if (!cut && parse_docker_plain(line, log, out, clock)) return true;
   if (!parse_docker_general(line, cut, scratch, out)) return false;
   log = scratch;
   return true;

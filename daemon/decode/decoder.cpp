@@ -181,6 +181,7 @@ struct Decoder::Impl {
   bool in_place = false;          // feed(): the batch may refer to the bytes fed
   std::string scratch;            // ANSI stripping
   std::string json;               // docker "log" unescaped, when it holds escapes
+  decode_detail::WrapperClock clock;  // the wrapper lines' times
 
   Impl(std::uint32_t s, DecodeOptions o) : stream(s), opt(o), fmt(o.format) {
     max_line = std::max<std::size_t>(opt.max_line_bytes, 1);
@@ -349,7 +350,7 @@ struct Decoder::Impl {
   void physical_line(std::string_view line, bool cut, RecordBatch& out) {
     if (fmt == ContainerFormat::cri) {
       CriLine h;
-      if (decode_detail::parse_cri(line, h)) {
+      if (decode_detail::parse_cri(line, h, &clock)) {
         if (h.partial) ++stats.partials_joined;
         Piece pc;
         pc.data = line.substr(h.message);
@@ -365,7 +366,7 @@ struct Decoder::Impl {
     } else if (fmt == ContainerFormat::docker) {
       DockerLine dl;
       std::string_view log;
-      if (decode_detail::parse_docker(line, cut, json, log, dl)) {
+      if (decode_detail::parse_docker(line, cut, json, log, dl, &clock)) {
         if (dl.partial) ++stats.partials_joined;
         Piece pc;
         pc.data = log;

@@ -1,6 +1,7 @@
 // Decode room, container formats: CRI (P/F joining), docker json-file, auto-detection, ANSI and caret notation.
 #include <catch2/catch.hpp>
 
+#include "decode/decode_internal.hpp"
 #include "decode_support.hpp"
 
 using namespace decode_test;
@@ -221,6 +222,26 @@ TEST_CASE("docker: the driver's own layout reads as the general JSON reader read
   CHECK(a[0].time == T("2026-11-29T10:00:01.5Z"));
   CHECK(a[1].stream == b[1].stream);
   CHECK(st_plain.partials_joined == 3);
+}
+
+TEST_CASE("the wrapper clock reads every time as parse_rfc3339 does, in any order", "[decode]") {
+  const std::vector<std::string> times = {
+      "2026-11-29T10:08:01.0015Z", "2026-11-29T10:08:01.9Z", "2026-11-29T10:08:01Z", "2026-11-29T10:08:01,25z",
+      "2026-11-29T10:08:01.123456789123Z", "2026-11-29T10:08:01.Z", "2026-11-29T10:08:01.5+02:00",
+      "2026-11-29T10:08:01.5", "2026-11-29T10:08:01.5Zx", "2026-11-29T10:08:01", "2026-11-29T10:08:02.000000001Z",
+      "2026-11-29T10:08:01.5Z", "2026-02-30T10:08:01.5Z", "2026-02-30T10:08:01.6Z", "2016-12-31T23:59:60.5Z",
+      "2026-11-29 10:08:03.25Z", "2026-11-29T10:08:0x.5Z", "2026-11-29T10:08:01.5Z", "x", ""};
+  decode_detail::WrapperClock clock;
+  for (int round = 0; round < 2; ++round) {
+    for (const auto& t : times) {
+      INFO(t);
+      const auto want = parse_rfc3339(t);
+      const auto got = clock.parse(t);
+      REQUIRE(got.has_value() == want.has_value());
+      if (want) CHECK(*got == *want);
+    }
+  }
+  CHECK(clock.parse("2026-11-29T10:08:01.0015Z") == T("2026-11-29T10:08:01.0015Z"));
 }
 
 // ---- auto-detection --------------------------------------------------------------------------------------------------
