@@ -1,6 +1,9 @@
 // Container log wrappers: the Kubernetes CRI line format and docker's json-file driver. The docker parser is a
 // small dedicated JSON reader (object of strings, other values skipped) so the hot path needs no JSON library.
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "decode_internal.hpp"
 
@@ -330,27 +333,75 @@ bool parse_docker_general(std::string_view line, bool cut, std::string& log, Doc
 }
 
 
-// The layout docker's json-file driver writes, {"log":"<text>","stream":"stdout|stderr","time":"<RFC 3339>"}, with no
-// escape in the text but its final "\n": the text is then a view into the line. Anything else returns false and is
-// left to parse_docker_general, which reads the same lines to the same result.
-bool parse_docker_plain(std::string_view line, std::string_view& log, DockerLine& out, WrapperClock* clock) {
+// Index of the first '"' or '\\' in [p, p + n), or n.
+std::size_t find_quote_or_backslash(const char* p, std::size_t n) {
+  std::size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+  for (; i + 16 <= n; i += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    const int mask = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
+    if (mask != 0) return i + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+  }
+#endif
+  for (; i < n; ++i) {
+    if (p[i] == '"' || p[i] == '\\') return i;
+  }
+  return n;
+}
+
+// The layout docker's json-file driver writes, {"log":"<text>","stream":"stdout|stderr","time":"<RFC 3339>"}. The
+// text is a view into the line when its only escape is the final "\n"; other one-character escapes are undone into
+// `scratch` (copied from the first one on). Anything else (a \u escape, another layout) returns false and is left to
+// parse_docker_general, which reads the same lines to the same result.
+bool parse_docker_plain(std::string_view line, std::string& scratch, std::string_view& log, DockerLine& out,
+                        WrapperClock* clock) {
   constexpr std::string_view kHead = R"({"log":")";
   constexpr std::string_view kStdout = R"(","stream":"stdout","time":")";
   constexpr std::string_view kStderr = R"(","stream":"stderr","time":")";
   if (line.size() < kHead.size() + kStdout.size() + 2 || line.substr(0, kHead.size()) != kHead) return false;
   const char* d = line.data();
   const std::size_t n = line.size();
-  const void* quote = std::memchr(d + kHead.size(), '"', n - kHead.size());
-  if (quote == nullptr) return false;
-  const auto q = static_cast<std::size_t>(static_cast<const char*>(quote) - d);
-  std::size_t end = q;  // end of the text
-  bool partial = true;
-  if (const void* bs = std::memchr(d + kHead.size(), '\\', q - kHead.size())) {
-    // The one escape allowed is the final "\n" (a backslash before the quote would escape it).
-    if (static_cast<const char*>(bs) != d + q - 2 || d[q - 1] != 'n') return false;
-    end = q - 2;
-    partial = false;
+  std::size_t run = kHead.size();  // start of the bytes not yet copied
+  std::size_t end = 0;             // end of the text in the line (when not copied)
+  std::size_t q = 0;               // the closing quote
+  bool copied = false, partial = true;
+  while (true) {
+    const std::size_t k = run + find_quote_or_backslash(d + run, n - run);
+    if (k >= n) return false;
+    if (d[k] == '"') {
+      end = q = k;
+      break;
+    }
+    if (k + 2 >= n) return false;
+    const char e = d[k + 1];
+    if (e == 'n' && d[k + 2] == '"') {  // the final "\n": the entry is whole
+      end = k;
+      q = k + 2;
+      partial = false;
+      break;
+    }
+    char c;
+    switch (e) {
+      case '"': c = '"'; break;
+      case '\\': c = '\\'; break;
+      case '/': c = '/'; break;
+      case 'b': c = '\b'; break;
+      case 'f': c = '\f'; break;
+      case 'n': c = '\n'; break;
+      case 'r': c = '\r'; break;
+      case 't': c = '\t'; break;
+      default: return false;  // \u (or a bad escape): the general reader
+    }
+    if (!copied) {
+      scratch.clear();
+      copied = true;
+    }
+    scratch.append(d + run, k - run);
+    scratch.push_back(c);
+    run = k + 2;
   }
+  if (copied) scratch.append(d + run, end - run);
   std::size_t p = q;
   bool is_stderr = false;
   if (line.substr(p, kStdout.size()) == kStdout) {
@@ -371,7 +422,7 @@ bool parse_docker_plain(std::string_view line, std::string_view& log, DockerLine
   out.is_stderr = is_stderr;
   out.has_stream = true;
   out.partial = partial;
-  log = line.substr(kHead.size(), end - kHead.size());
+  log = copied ? std::string_view(scratch) : line.substr(kHead.size(), end - kHead.size());
   return true;
 }
 
@@ -379,7 +430,7 @@ bool parse_docker_plain(std::string_view line, std::string_view& log, DockerLine
 
 bool parse_docker(std::string_view line, bool cut, std::string& scratch, std::string_view& log, DockerLine& out,
                   WrapperClock* clock) {
-  if (!cut && parse_docker_plain(line, log, out, clock)) return true;
+  if (!cut && parse_docker_plain(line, scratch, log, out, clock)) return true;
   if (!parse_docker_general(line, cut, scratch, out)) return false;
   log = scratch;
   return true;

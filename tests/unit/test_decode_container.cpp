@@ -198,6 +198,11 @@ TEST_CASE("docker: the driver's own layout reads as the general JSON reader read
       R"({"log":"bad time\n","stream":"stdout","time":"yesterday"})",
       R"({"log":"cr at the end\n","stream":"stdout","time":"2026-11-29T10:00:09Z"})" "\r",
       R"({"log":"no stream\n","stream":"other","time":"2026-11-29T10:00:10Z"})",
+      R"({"log":"escapes \"q\" back\\slash \/ tab\t ff\f bs\b cr\r mid\nline\n","stream":"stdout","time":"2026-11-29T10:00:12Z"})",
+      R"({"log":"quoted then partial \"","stream":"stderr","time":"2026-11-29T10:00:13Z"})",
+      R"({"log":" and the rest \"\n","stream":"stderr","time":"2026-11-29T10:00:14Z"})",
+      R"({"log":"unicode caf\u00e9 \"x\"\n","stream":"stdout","time":"2026-11-29T10:00:15Z"})",
+      R"({"log":"ends in a backslash \\","stream":"stdout","time":"2026-11-29T10:00:17Z"})",
       R"({"log":"last\n","stream":"stdout","time":"2026-11-29T10:00:11Z"})",
   };
   std::string plain, spaced;
@@ -218,10 +223,21 @@ TEST_CASE("docker: the driver's own layout reads as the general JSON reader read
   CHECK(st_plain.partials_joined == st_spaced.partials_joined);
   CHECK(texts(a) == std::vector<std::string>{"plain line", "first half second half",
                                              "ends in a backslash-n \\ntail", "quote \" inside", "two",
-                                             "bad time", "cr at the end", "no stream", "last"});
+                                             "bad time", "cr at the end", "no stream", "escapes \"q\" back\\slash / tab\t ff\f bs\b cr",
+                                             " mid", "line", "quoted then partial \" and the rest \"",
+                                             "unicode caf\xC3\xA9 \"x\"",
+                                             "ends in a backslash \\last"});
   CHECK(a[0].time == T("2026-11-29T10:00:01.5Z"));
   CHECK(a[1].stream == b[1].stream);
-  CHECK(st_plain.partials_joined == 3);
+  CHECK(st_plain.partials_joined == 5);
+  CHECK(st_plain.malformed == 0);
+  // A bad escape in the driver's layout is malformed, as anywhere else: the line is kept as it is.
+  const std::string bad = R"({"log":"bad \"escape\" \q\n","stream":"stdout","time":"2026-11-29T10:00:16Z"})";
+  DecodeStats st_bad;
+  const auto c = decode(bad + "\n", options(ContainerFormat::docker), &st_bad);
+  REQUIRE(c.size() == 1);
+  CHECK(c[0].text == bad);
+  CHECK(st_bad.malformed == 1);
 }
 
 TEST_CASE("the wrapper clock reads every time as parse_rfc3339 does, in any order", "[decode]") {
