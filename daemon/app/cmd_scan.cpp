@@ -1,4 +1,5 @@
 // `faultline scan`: files or standard input replayed once through the pipeline, the incidents found printed.
+#include <malloc.h>
 #include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -170,6 +171,11 @@ int cmd_scan(const Args& args) {
   ScanFlags f;
   if (auto status = scan_parser(f).handle(args, std::cout, std::cerr)) return *status;
   if (f.inputs.empty()) f.inputs.push_back("-");
+  // What a batch frees stays with the process for the next one: a scan allocates the same sizes batch after batch,
+  // and handing them back to the kernel (glibc's default) had every batch fault fresh zeroed pages in again
+  // (measured: a third of the page faults and 10 % of the CPU time of a 100k-line scan).
+  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
   DecodeOptions decode;
   if (f.format) decode.format = *f.format;
   if (f.utc_offset) decode.time.utc_offset = *f.utc_offset;
@@ -182,6 +188,7 @@ int cmd_scan(const Args& args) {
   CatalogPolicy policy{OnLoadError::compile_the_rest};
   policy.tests = false;
   policy.story_anchors = !f.no_fingerprints;
+  policy.content_hash = false;  // a scan keeps no checkpoint and reloads no rules
   Catalog catalog = load_and_compile(f.rules, {}, f.cache, policy);
   for (const auto& d : catalog.diagnostics) std::cerr << d.str() << "\n";
   if (!catalog.compiled) return 2;

@@ -1,6 +1,9 @@
 // Container log wrappers: the Kubernetes CRI line format and docker's json-file driver. The docker parser is a
 // small dedicated JSON reader (object of strings, other values skipped) so the hot path needs no JSON library.
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "decode_internal.hpp"
 
@@ -28,12 +31,12 @@ namespace decode_detail {
 namespace {
 
 // "<time> <stream> <tag>" header; fills `out` and returns the index just after the tag, or 0.
-std::size_t cri_header(std::string_view line, CriLine& out, bool parse_time) {
+std::size_t cri_header(std::string_view line, CriLine& out, bool parse_time, WrapperClock* clock = nullptr) {
   // The timestamp is RFC 3339 with 'T' and a zone: at least "2006-01-02T15:04:05Z".
   const std::size_t sp = line.find(' ');
   if (sp == std::string_view::npos || sp < 20 || sp > 40 || line[4] != '-' || line[10] != 'T') return 0;
   if (parse_time) {
-    auto t = parse_rfc3339(line.substr(0, sp));
+    auto t = clock != nullptr ? clock->parse(line.substr(0, sp)) : parse_rfc3339(line.substr(0, sp));
     if (!t) return 0;
     out.time = *t;
   }
@@ -233,8 +236,38 @@ bool decode_string(Json& j, std::string& out, bool& ran_off) {
 
 }  // namespace
 
-bool parse_cri(std::string_view line, CriLine& out) {
-  const std::size_t p = cri_header(line, out, true);
+std::optional<Time> WrapperClock::parse(std::string_view text) {
+  if (text.size() <= kPrefix) return parse_rfc3339(text);
+  if (!valid_ || std::memcmp(text.data(), prefix_, kPrefix) != 0) {
+    char whole[kPrefix + 1];
+    std::memcpy(whole, text.data(), kPrefix);
+    whole[kPrefix] = 'Z';
+    const auto base = parse_rfc3339(std::string_view(whole, sizeof whole));
+    valid_ = base.has_value();
+    if (!valid_) return parse_rfc3339(text);
+    std::memcpy(prefix_, text.data(), kPrefix);
+    base_ = *base;
+  }
+  // The rest: ['.' or ',' digits] then 'Z' or 'z', read as parse_rfc3339 reads it (digits past nanoseconds ignored).
+  std::size_t p = kPrefix;
+  std::int64_t nanos = 0;
+  if (text[p] == '.' || text[p] == ',') {
+    ++p;
+    const std::size_t start = p;
+    std::int64_t scale = 100'000'000;
+    while (p < text.size() && text[p] >= '0' && text[p] <= '9') {
+      nanos += (text[p] - '0') * scale;
+      scale /= 10;
+      ++p;
+    }
+    if (p == start) return parse_rfc3339(text);
+  }
+  if (p + 1 != text.size() || (text[p] != 'Z' && text[p] != 'z')) return parse_rfc3339(text);
+  return base_ + Duration(nanos);
+}
+
+bool parse_cri(std::string_view line, CriLine& out, WrapperClock* clock) {
+  const std::size_t p = cri_header(line, out, true, clock);
   if (p == 0) return false;
   out.message = p < line.size() ? p + 1 : line.size();
   return true;
@@ -245,7 +278,10 @@ bool looks_like_cri(std::string_view prefix) {
   return cri_header(prefix, ignored, true) != 0;
 }
 
-bool parse_docker(std::string_view line, bool cut, std::string& log, DockerLine& out) {
+namespace {
+
+// Any layout of the object: keys in any order, white space between tokens, other keys skipped, escapes decoded.
+bool parse_docker_general(std::string_view line, bool cut, std::string& log, DockerLine& out) {
   out = DockerLine{};
   log.clear();
   Json j{line, 0, cut};
@@ -294,6 +330,110 @@ bool parse_docker(std::string_view line, bool cut, std::string& log, DockerLine&
   j.ws();
   if (j.p != line.size() || !have_log || !(have_time || out.has_stream)) return false;
   return finish();
+}
+
+
+// Index of the first '"' or '\\' in [p, p + n), or n.
+std::size_t find_quote_or_backslash(const char* p, std::size_t n) {
+  std::size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+  for (; i + 16 <= n; i += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    const int mask = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
+    if (mask != 0) return i + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+  }
+#endif
+  for (; i < n; ++i) {
+    if (p[i] == '"' || p[i] == '\\') return i;
+  }
+  return n;
+}
+
+// The layout docker's json-file driver writes, {"log":"<text>","stream":"stdout|stderr","time":"<RFC 3339>"}. The
+// text is a view into the line when its only escape is the final "\n"; other one-character escapes are undone into
+// `scratch` (copied from the first one on). Anything else (a \u escape, another layout) returns false and is left to
+// parse_docker_general, which reads the same lines to the same result.
+bool parse_docker_plain(std::string_view line, std::string& scratch, std::string_view& log, DockerLine& out,
+                        WrapperClock* clock) {
+  constexpr std::string_view kHead = R"({"log":")";
+  constexpr std::string_view kStdout = R"(","stream":"stdout","time":")";
+  constexpr std::string_view kStderr = R"(","stream":"stderr","time":")";
+  if (line.size() < kHead.size() + kStdout.size() + 2 || line.substr(0, kHead.size()) != kHead) return false;
+  const char* d = line.data();
+  const std::size_t n = line.size();
+  std::size_t run = kHead.size();  // start of the bytes not yet copied
+  std::size_t end = 0;             // end of the text in the line (when not copied)
+  std::size_t q = 0;               // the closing quote
+  bool copied = false, partial = true;
+  while (true) {
+    const std::size_t k = run + find_quote_or_backslash(d + run, n - run);
+    if (k >= n) return false;
+    if (d[k] == '"') {
+      end = q = k;
+      break;
+    }
+    if (k + 2 >= n) return false;
+    const char e = d[k + 1];
+    if (e == 'n' && d[k + 2] == '"') {  // the final "\n": the entry is whole
+      end = k;
+      q = k + 2;
+      partial = false;
+      break;
+    }
+    char c;
+    switch (e) {
+      case '"': c = '"'; break;
+      case '\\': c = '\\'; break;
+      case '/': c = '/'; break;
+      case 'b': c = '\b'; break;
+      case 'f': c = '\f'; break;
+      case 'n': c = '\n'; break;
+      case 'r': c = '\r'; break;
+      case 't': c = '\t'; break;
+      default: return false;  // \u (or a bad escape): the general reader
+    }
+    if (!copied) {
+      scratch.clear();
+      copied = true;
+    }
+    scratch.append(d + run, k - run);
+    scratch.push_back(c);
+    run = k + 2;
+  }
+  if (copied) scratch.append(d + run, end - run);
+  std::size_t p = q;
+  bool is_stderr = false;
+  if (line.substr(p, kStdout.size()) == kStdout) {
+  } else if (line.substr(p, kStderr.size()) == kStderr) {
+    is_stderr = true;
+  } else {
+    return false;
+  }
+  p += kStdout.size();
+  const void* tq = std::memchr(d + p, '"', n - p);
+  if (tq == nullptr) return false;
+  const auto t_end = static_cast<std::size_t>(static_cast<const char*>(tq) - d);
+  if (t_end + 2 != n || d[t_end + 1] != '}') return false;
+  const std::string_view time = line.substr(p, t_end - p);
+  if (time.find('\\') != std::string_view::npos) return false;
+  out = DockerLine{};
+  out.time = clock != nullptr ? clock->parse(time) : parse_rfc3339(time);
+  out.is_stderr = is_stderr;
+  out.has_stream = true;
+  out.partial = partial;
+  log = copied ? std::string_view(scratch) : line.substr(kHead.size(), end - kHead.size());
+  return true;
+}
+
+}  // namespace
+
+bool parse_docker(std::string_view line, bool cut, std::string& scratch, std::string_view& log, DockerLine& out,
+                  WrapperClock* clock) {
+  if (!cut && parse_docker_plain(line, scratch, log, out, clock)) return true;
+  if (!parse_docker_general(line, cut, scratch, out)) return false;
+  log = scratch;
+  return true;
 }
 
 }  // namespace decode_detail

@@ -18,6 +18,20 @@ LineMeta parse_line_meta(std::string_view message, const TimeContext& context, T
 // Removes ANSI and caret-notation escape sequences from data[0, size) in place; returns the new size.
 std::size_t strip_ansi(char* data, std::size_t size);
 
+// parse_rfc3339 for the wrapper times of consecutive lines, which mostly share their date and second: the text up to
+// the seconds is parsed once per second of log and then compared; what follows it is read here when it is a plain
+// fraction and 'Z' (the container runtimes' form), else the whole text goes to parse_rfc3339. Same results.
+class WrapperClock {
+ public:
+  std::optional<Time> parse(std::string_view text);
+
+ private:
+  static constexpr std::size_t kPrefix = 19;  // "2006-01-02T15:04:05"
+  char prefix_[kPrefix] = {};
+  bool valid_ = false;
+  Time base_{};  // the prefix's time in UTC
+};
+
 // One line of the Kubernetes CRI log format: "<RFC3339Nano> <stdout|stderr> <P|F>[:tags] <message>".
 struct CriLine {
   Time time{};
@@ -25,7 +39,7 @@ struct CriLine {
   bool partial = false;    // tag 'P': the message continues in the next line of the same stream
   std::size_t message = 0; // index of the message in the line
 };
-bool parse_cri(std::string_view line, CriLine& out);
+bool parse_cri(std::string_view line, CriLine& out, WrapperClock* clock = nullptr);
 // Like parse_cri, but succeeds on a line prefix that holds at least the header (used for format detection).
 bool looks_like_cri(std::string_view prefix);
 
@@ -37,8 +51,10 @@ struct DockerLine {
   bool truncated = false;  // the line was cut before the end of "log" (only when `cut` is passed)
   bool has_stream = false;
 };
-// Decodes `line` into `out`, the unescaped "log" string into `log` (without its final '\n'). `cut`: the line was cut
-// short by the buffer limit, so an unterminated "log" string is accepted as a truncated one.
-bool parse_docker(std::string_view line, bool cut, std::string& log, DockerLine& out);
+// Decodes `line` into `out` and `log`, the unescaped "log" string without its final '\n': a view into `line` when the
+// string holds no other escape, else into `scratch` (which keeps its capacity: no allocation per line). `cut`: the
+// line was cut short by the buffer limit, so an unterminated "log" string is accepted as a truncated one.
+bool parse_docker(std::string_view line, bool cut, std::string& scratch, std::string_view& log, DockerLine& out,
+                  WrapperClock* clock = nullptr);
 
 }  // namespace faultline::decode_detail

@@ -180,7 +180,8 @@ struct Decoder::Impl {
   Time read_time{};
   bool in_place = false;          // feed(): the batch may refer to the bytes fed
   std::string scratch;            // ANSI stripping
-  std::string json;               // docker "log" unescaped
+  std::string json;               // docker "log" unescaped, when it holds escapes
+  decode_detail::WrapperClock clock;  // the wrapper lines' times
 
   Impl(std::uint32_t s, DecodeOptions o) : stream(s), opt(o), fmt(o.format) {
     max_line = std::max<std::size_t>(opt.max_line_bytes, 1);
@@ -349,7 +350,7 @@ struct Decoder::Impl {
   void physical_line(std::string_view line, bool cut, RecordBatch& out) {
     if (fmt == ContainerFormat::cri) {
       CriLine h;
-      if (decode_detail::parse_cri(line, h)) {
+      if (decode_detail::parse_cri(line, h, &clock)) {
         if (h.partial) ++stats.partials_joined;
         Piece pc;
         pc.data = line.substr(h.message);
@@ -364,10 +365,11 @@ struct Decoder::Impl {
       }
     } else if (fmt == ContainerFormat::docker) {
       DockerLine dl;
-      if (decode_detail::parse_docker(line, cut, json, dl)) {
+      std::string_view log;
+      if (decode_detail::parse_docker(line, cut, json, log, dl, &clock)) {
         if (dl.partial) ++stats.partials_joined;
         Piece pc;
-        pc.data = json;
+        pc.data = log;
         pc.offset = line_start;
         pc.exact = false;
         pc.line = line_no;
@@ -375,7 +377,7 @@ struct Decoder::Impl {
         pc.time = dl.time;
         pc.end = !dl.partial;
         pc.cut = dl.truncated;
-        pc.may_have_lf = true;
+        pc.may_have_lf = log.data() == json.data();  // unescaped; a view into the line holds no '\n'
         take(chan[dl.is_stderr ? kStderr : kStdout], pc, out);
         return;
       }
@@ -476,7 +478,8 @@ struct Decoder::Impl {
     ContainerFormat f = ContainerFormat::raw;
     if (line_buf.front() == '{') {
       DockerLine dl;
-      if (decode_detail::parse_docker(line_buf, !complete, json, dl)) f = ContainerFormat::docker;
+      std::string_view log;
+      if (decode_detail::parse_docker(line_buf, !complete, json, log, dl)) f = ContainerFormat::docker;
     } else if (decode_detail::looks_like_cri(line_buf)) {
       f = ContainerFormat::cri;
     }

@@ -2,9 +2,14 @@
 // model (rule_reader.cpp: unknown keys, wrong types, bad durations), then validate within each rule (validate.cpp)
 // and across the set (duplicate ids). Every problem becomes a Diagnostic; nothing escapes as an exception.
 // This file also reads a rule's tests and finds the rule files.
+#include <sched.h>
+
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <filesystem>
 #include <map>
+#include <thread>
 
 #include "faultline/rules.hpp"
 #include "rule_reader.hpp"
@@ -203,20 +208,49 @@ std::string without_tests(std::string_view text) {
   return out;
 }
 
-void load_text(std::string_view text, const std::string& file, LoadResult& result,
-               std::map<std::string, Position>& ids) {
-  RuleReader dec(file, result.diagnostics);
+// The comment lines a file opens with, blanked (each line left empty, so every position stays where it was): yaml-cpp
+// reads a comment byte by byte, and the catalog's files open with long ones. Before the first line that is neither
+// blank nor a comment at the first column, no scalar can be open, so these lines are comments and nothing else.
+void blank_leading_comments(std::string& text) {
+  std::size_t p = 0;
+  while (p < text.size()) {
+    std::size_t nl = text.find('\n', p);
+    if (nl == std::string::npos) nl = text.size();
+    if (text[p] == '#') {
+      text.erase(p, nl - p);
+      nl = p;
+    } else if (text.find_first_not_of(" \t\r", p) < nl) {
+      break;
+    }
+    p = nl + 1;
+  }
+}
+
+// One file's rules and the problems found in it, read apart from the other files (see load_rules).
+struct FileRules {
+  RuleSet rules;
+  std::vector<Diagnostic> diagnostics;
+};
+
+void parse_text(std::string_view text, const std::string& file, FileRules& out, bool hash) {
+  RuleReader dec(file, out.diagnostics);
   dec.set_source(text);
-  RuleSet loaded;
+  dec.set_content_hash(hash);
   auto docs = dec.load_all(text);
   if (!docs) return;
   try {
-    for (const auto& doc : *docs) load_document(doc, dec, loaded);
+    for (const auto& doc : *docs) load_document(doc, dec, out.rules);
   } catch (const YAML::Exception& e) {  // the room boundary for yaml-cpp's own throws
     dec.error_at(yaml::position_of(file, e.mark), e.msg);
-    return;
+    out.rules.rules.clear();
   }
-  for (auto& r : loaded.rules) {
+}
+
+// Adds one file's rules to the set, in order; a rule id met before is an error.
+void add_rules(FileRules& loaded, LoadResult& result, std::map<std::string, Position>& ids) {
+  result.diagnostics.insert(result.diagnostics.end(), std::make_move_iterator(loaded.diagnostics.begin()),
+                            std::make_move_iterator(loaded.diagnostics.end()));
+  for (auto& r : loaded.rules.rules) {
     auto [it, inserted] = ids.emplace(r.id, r.pos);
     if (!inserted) {
       result.diagnostics.push_back(
@@ -225,6 +259,60 @@ void load_text(std::string_view text, const std::string& file, LoadResult& resul
     }
     result.rules.rules.push_back(std::move(r));
   }
+}
+
+void load_text(std::string_view text, const std::string& file, LoadResult& result,
+               std::map<std::string, Position>& ids) {
+  FileRules loaded;
+  parse_text(text, file, loaded, true);
+  add_rules(loaded, result, ids);
+}
+
+FileRules read_rule_file(const std::string& file, const LoadOptions& options) {
+  FileRules out;
+  RuleReader reader(file, out.diagnostics);
+  if (auto text = reader.read_file()) {
+    std::string body = options.tests ? std::move(*text) : without_tests(*text);
+    blank_leading_comments(body);
+    parse_text(body, file, out, options.content_hash);
+  }
+  return out;
+}
+
+unsigned usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// Reads every file, on up to 8 threads (yaml-cpp's parsing is most of the start-up and each file is parsed alone);
+// the result is the same as reading them one after the other, in order.
+std::vector<FileRules> read_rule_files(const std::vector<std::string>& files, const LoadOptions& options) {
+  std::vector<FileRules> out(files.size());
+  const unsigned threads = std::min<unsigned>({usable_cores(), 8u, static_cast<unsigned>(files.size())});
+  if (threads <= 1) {
+    for (std::size_t i = 0; i < files.size(); ++i) out[i] = read_rule_file(files[i], options);
+    return out;
+  }
+  std::atomic<std::size_t> next{0};
+  std::vector<std::exception_ptr> failed(threads);
+  const auto work = [&](unsigned w) {
+    try {
+      for (std::size_t i = next++; i < files.size(); i = next++) out[i] = read_rule_file(files[i], options);
+    } catch (...) {
+      failed[w] = std::current_exception();
+      next = files.size();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned w = 1; w < threads; ++w) pool.emplace_back(work, w);
+  work(0);
+  for (auto& t : pool) t.join();
+  for (const auto& e : failed) {
+    if (e) std::rethrow_exception(e);
+  }
+  return out;
 }
 
 }  // namespace
@@ -275,13 +363,8 @@ LoadResult load_rules(const std::vector<std::string>& paths, const LoadOptions& 
     }
   }
   std::map<std::string, Position> ids;
-  for (const auto& f : files) {
-    RuleReader reader(f, result.diagnostics);
-    if (auto text = reader.read_file()) {
-      if (options.tests) load_text(*text, f, result, ids);
-      else load_text(without_tests(*text), f, result, ids);
-    }
-  }
+  auto read = read_rule_files(files, options);
+  for (auto& loaded : read) add_rules(loaded, result, ids);
   if (result.rules.rules.empty() && result.ok() && !paths.empty()) {
     std::string named;
     for (const auto& p : paths) named += (named.empty() ? "'" : ", '") + excerpt(p) + "'";

@@ -261,7 +261,7 @@ std::optional<Rule> RuleReader::rule(const YAML::Node& node) {
       for (const auto& t : v) test(t, r);
     }
   }
-  r.content_hash = content_hash(node);
+  if (content_hash_) r.content_hash = content_hash(node);
   if (errors_since(before)) return std::nullopt;
   return r;
 }

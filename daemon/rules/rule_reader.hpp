@@ -27,6 +27,8 @@ class RuleReader : public yaml::Reader {
   // The text the nodes were parsed from, so that a problem inside a scalar (a template placeholder) is shown at its
   // own line and column. Must outlive the reader's use; without it such problems are shown at the scalar.
   void set_source(std::string_view text) { source_ = text; }
+  // false: rules are read without their content hash (LoadOptions::content_hash).
+  void set_content_hash(bool on) { content_hash_ = on; }
 
   // Every duration of a rule may be zero ("after: 0s").
   bool duration(const YAML::Node& node, Duration& out, std::string_view what) {
@@ -60,6 +62,7 @@ class RuleReader : public yaml::Reader {
   Position position_in(const YAML::Node& value, std::string_view text, std::size_t offset, std::size_t length) const;
 
   std::string_view source_;
+  bool content_hash_ = true;
 };
 
 // The rule's definition without its tests, hashed (tests do not change behaviour).

@@ -38,6 +38,7 @@ struct CatalogPolicy {
   bool compile = true;  // false: load and apply overrides only (listing the catalog)
   bool tests = true;    // false: the rules' tests are not read (LoadOptions::tests)
   bool story_anchors = true;  // false: compiled without the story anchors (CompileOptions::story_anchors)
+  bool content_hash = true;  // false: the rules carry no content hash (LoadOptions::content_hash)
 };
 
 struct Catalog {

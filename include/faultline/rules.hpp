@@ -148,7 +148,8 @@ struct Rule {
   std::uint32_t context_lines = 4;     // lines before each decisive line kept as evidence
   std::vector<RuleTest> tests;
   Position pos;                        // of the rule's mapping
-  std::string content_hash;            // of the rule's definition (hex), shown by /api/v1/rules
+  std::string content_hash;            // of the rule's definition (hex), shown by /api/v1/rules; empty when
+                                       // loaded without (LoadOptions::content_hash)
 
   // The fields this rule's incidents can carry: every named capture, every `set` key of its events and the fields
   // their `normalise:` transforms add (`<field>_gpu`); sorted, unique. A template placeholder must name one of them.
@@ -192,6 +193,9 @@ LoadResult load_rules(const std::vector<std::string>& paths);
 // rules say, their positions and their content hashes are the same.
 struct LoadOptions {
   bool tests = true;
+  // false: Rule::content_hash is left empty. It is what checkpoints and rule reloads compare; a one-off reader that
+  // does neither (scan) need not pay for it (a YAML dump of every rule, about half the start-up).
+  bool content_hash = true;
 };
 LoadResult load_rules(const std::vector<std::string>& paths, const LoadOptions& options);
 LoadResult load_rules_from_string(std::string_view yaml, std::string_view file_name);

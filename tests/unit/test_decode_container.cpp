@@ -1,6 +1,7 @@
 // Decode room, container formats: CRI (P/F joining), docker json-file, auto-detection, ANSI and caret notation.
 #include <catch2/catch.hpp>
 
+#include "decode/decode_internal.hpp"
 #include "decode_support.hpp"
 
 using namespace decode_test;
@@ -180,6 +181,83 @@ TEST_CASE("docker: a JSON line over its buffer bound is cut but its log prefix k
   CHECK(r[1].text == "after");
   CHECK(r[1].line == 2);
   CHECK(st.truncated == 1);
+}
+
+TEST_CASE("docker: the driver's own layout reads as the general JSON reader reads it", "[decode]") {
+  // Each entry once in the layout docker writes (read as a view into the line) and once with a space after '{'
+  // (read by the general reader): the records must be the same but for their offsets.
+  const std::vector<std::string> entries = {
+      R"({"log":"plain line\n","stream":"stdout","time":"2026-11-29T10:00:01.5Z"})",
+      R"({"log":"first half ","stream":"stderr","time":"2026-11-29T10:00:02Z"})",
+      R"({"log":"second half\n","stream":"stderr","time":"2026-11-29T10:00:03Z"})",
+      R"({"log":"ends in a backslash-n \\n","stream":"stdout","time":"2026-11-29T10:00:04Z"})",
+      R"({"log":"tail\n","stream":"stdout","time":"2026-11-29T10:00:05Z"})",
+      R"({"log":"quote \" inside\n","stream":"stdout","time":"2026-11-29T10:00:06Z"})",
+      R"({"log":"two\n\n","stream":"stdout","time":"2026-11-29T10:00:07Z"})",
+      R"({"log":"","stream":"stdout","time":"2026-11-29T10:00:08Z"})",
+      R"({"log":"bad time\n","stream":"stdout","time":"yesterday"})",
+      R"({"log":"cr at the end\n","stream":"stdout","time":"2026-11-29T10:00:09Z"})" "\r",
+      R"({"log":"no stream\n","stream":"other","time":"2026-11-29T10:00:10Z"})",
+      R"({"log":"escapes \"q\" back\\slash \/ tab\t ff\f bs\b cr\r mid\nline\n","stream":"stdout","time":"2026-11-29T10:00:12Z"})",
+      R"({"log":"quoted then partial \"","stream":"stderr","time":"2026-11-29T10:00:13Z"})",
+      R"({"log":" and the rest \"\n","stream":"stderr","time":"2026-11-29T10:00:14Z"})",
+      R"({"log":"unicode caf\u00e9 \"x\"\n","stream":"stdout","time":"2026-11-29T10:00:15Z"})",
+      R"({"log":"ends in a backslash \\","stream":"stdout","time":"2026-11-29T10:00:17Z"})",
+      R"({"log":"last\n","stream":"stdout","time":"2026-11-29T10:00:11Z"})",
+  };
+  std::string plain, spaced;
+  for (const auto& e : entries) {
+    plain += e + "\n";
+    spaced += "{ " + e.substr(1) + "\n";
+  }
+  DecodeStats st_plain, st_spaced;
+  const auto a = decode(plain, options(ContainerFormat::docker), &st_plain);
+  const auto b = decode(spaced, options(ContainerFormat::docker), &st_spaced);
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    Rec x = a[i];
+    x.offset = b[i].offset;
+    CHECK(x == b[i]);
+  }
+  CHECK(st_plain.malformed == st_spaced.malformed);
+  CHECK(st_plain.partials_joined == st_spaced.partials_joined);
+  CHECK(texts(a) == std::vector<std::string>{"plain line", "first half second half",
+                                             "ends in a backslash-n \\ntail", "quote \" inside", "two",
+                                             "bad time", "cr at the end", "no stream", "escapes \"q\" back\\slash / tab\t ff\f bs\b cr",
+                                             " mid", "line", "quoted then partial \" and the rest \"",
+                                             "unicode caf\xC3\xA9 \"x\"",
+                                             "ends in a backslash \\last"});
+  CHECK(a[0].time == T("2026-11-29T10:00:01.5Z"));
+  CHECK(a[1].stream == b[1].stream);
+  CHECK(st_plain.partials_joined == 5);
+  CHECK(st_plain.malformed == 0);
+  // A bad escape in the driver's layout is malformed, as anywhere else: the line is kept as it is.
+  const std::string bad = R"({"log":"bad \"escape\" \q\n","stream":"stdout","time":"2026-11-29T10:00:16Z"})";
+  DecodeStats st_bad;
+  const auto c = decode(bad + "\n", options(ContainerFormat::docker), &st_bad);
+  REQUIRE(c.size() == 1);
+  CHECK(c[0].text == bad);
+  CHECK(st_bad.malformed == 1);
+}
+
+TEST_CASE("the wrapper clock reads every time as parse_rfc3339 does, in any order", "[decode]") {
+  const std::vector<std::string> times = {
+      "2026-11-29T10:08:01.0015Z", "2026-11-29T10:08:01.9Z", "2026-11-29T10:08:01Z", "2026-11-29T10:08:01,25z",
+      "2026-11-29T10:08:01.123456789123Z", "2026-11-29T10:08:01.Z", "2026-11-29T10:08:01.5+02:00",
+      "2026-11-29T10:08:01.5", "2026-11-29T10:08:01.5Zx", "2026-11-29T10:08:01", "2026-11-29T10:08:02.000000001Z",
+      "2026-11-29T10:08:01.5Z", "2026-02-30T10:08:01.5Z", "2026-02-30T10:08:01.6Z", "2016-12-31T23:59:60.5Z",
+      "2026-11-29 10:08:03.25Z", "2026-11-29T10:08:0x.5Z", "2026-11-29T10:08:01.5Z", "x", ""};
+  decode_detail::WrapperClock clock;
+  for (int round = 0; round < 2; ++round) {
+    for (const auto& t : times) {
+      INFO(t);
+      const auto want = parse_rfc3339(t);
+      const auto got = clock.parse(t);
+      REQUIRE(got.has_value() == want.has_value());
+      if (want) CHECK(*got == *want);
+    }
+  }
+  CHECK(clock.parse("2026-11-29T10:08:01.0015Z") == T("2026-11-29T10:08:01.0015Z"));
 }
 
 // ---- auto-detection --------------------------------------------------------------------------------------------------

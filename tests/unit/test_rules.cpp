@@ -399,6 +399,49 @@ TEST_CASE("loading without tests: the same rules, positions and content hashes, 
   CHECK(tests > 100);
 }
 
+TEST_CASE("loading many files (read on several threads): the order of rules and diagnostics is the files' order",
+          "[rules]") {
+  const std::string dir = std::filesystem::temp_directory_path() / ("faultline-many-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (int i = 0; i < 24; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "/r%02d.yaml", i);
+    // Every third file repeats the id of the file before it; the opening comments are blanked, not dropped.
+    const int id = i % 3 == 2 ? i - 1 : i;
+    std::ofstream(dir + name) << "# rule " << i << "\n#\n\nid: rule-" << id << "\ntitle: t\nseverity: "
+                              << (i == 13 ? "bogus" : "warning") << "\nevents: {e: 'x" << i << "'}\n";
+  }
+  const auto loaded = load_rules({dir}, LoadOptions{false, false});
+  std::filesystem::remove_all(dir);
+  for (const auto& d : loaded.diagnostics) UNSCOPED_INFO(d.str());
+  REQUIRE(loaded.rules.rules.size() == 16);  // r14 repeats the id of r13, which did not load
+  CHECK(loaded.rules.rules.front().id == "rule-0");
+  CHECK(loaded.rules.rules.back().id == "rule-22");
+  CHECK(loaded.rules.rules[1].pos.line == 4);
+  std::vector<std::string> shown;
+  for (const auto& d : loaded.diagnostics) shown.push_back(d.str());
+  REQUIRE(shown.size() == 8);
+  CHECK(shown[0].find("r02.yaml:4:1") != std::string::npos);
+  CHECK(shown[0].find("duplicate rule id 'rule-1' (first defined at " + dir + "/r01.yaml:4:1)") != std::string::npos);
+  CHECK(shown[4].find("r13.yaml:6:11") != std::string::npos);
+  CHECK(shown[7].find("r23.yaml") != std::string::npos);
+}
+
+TEST_CASE("loading without content hashes: the same rules, every hash empty", "[rules]") {
+  const auto with = load_rules({FAULTLINE_SOURCE_RULES_DIR}, LoadOptions{false});
+  const auto without = load_rules({FAULTLINE_SOURCE_RULES_DIR}, LoadOptions{false, false});
+  REQUIRE(with.ok());
+  REQUIRE(without.ok());
+  REQUIRE(with.rules.rules.size() == without.rules.rules.size());
+  for (std::size_t i = 0; i < with.rules.rules.size(); ++i) {
+    INFO(with.rules.rules[i].id);
+    CHECK(with.rules.rules[i].id == without.rules.rules[i].id);
+    CHECK(with.rules.rules[i].content_hash.size() == 16);
+    CHECK(without.rules.rules[i].content_hash.empty());
+    CHECK(with.rules.rules[i].events.size() == without.rules.rules[i].events.size());
+  }
+}
+
 TEST_CASE("loading without tests: a list at the key's indentation, keys after the block, errors still placed",
           "[rules]") {
   const std::string dir = std::filesystem::temp_directory_path() / ("faultline-notests-" + std::to_string(::getpid()));
