@@ -49,6 +49,7 @@ sys.path.insert(0, HERE)
 from suite_common import *  # noqa: F401,F403,E402
 from suite_common import tl, peers  # noqa: F401,E402
 from suite_sections import *  # noqa: F401,F403,E402
+from suite_daemon import *  # noqa: F401,F403,E402
 from suite_render import render, write_section  # noqa: E402
 import detector_cost  # noqa: E402
 
