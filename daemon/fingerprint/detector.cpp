@@ -94,6 +94,8 @@ struct Detector::Impl {
   std::deque<std::string> inventory_order;
   std::unordered_map<std::string, Incident> book;  // logical stream + fingerprint → latest revision
   std::deque<std::string> book_order;
+  // A previous run's incidents (restore_book), by book key: the next story of one continues it.
+  std::unordered_map<std::string, UnclassifiedContinuation> continued;
   std::vector<std::uint8_t> seen;  // per stream, while a batch's last lines are found
   std::size_t open_stories = 0;  // streams with an open story: while none, only anchor and hit records are read
   std::chrono::steady_clock::time_point read_now{};  // when the lines being processed were read (once a batch)
@@ -419,6 +421,14 @@ struct Detector::Impl {
           "the config (fingerprints.overrides).";
       inc.labels = {{"category", "unclassified"}};
       inc.evidence = evidence_of(st, story, sig);
+      if (auto c = continued.find(key); c != continued.end()) {  // seen before a restart: its next revision
+        inc.id = c->second.id;
+        inc.revision = c->second.revision + 1;
+        inc.count = c->second.count + 1;
+        inc.severity = std::max(inc.severity, c->second.severity);
+        inc.first_seen = std::min(inc.first_seen, c->second.first_seen);
+        continued.erase(c);
+      }
     } else {
       ++inc.revision;
       ++inc.count;
@@ -644,6 +654,35 @@ void Detector::restore_inventory(std::vector<FingerprintEntry> entries) {
   }
   m.bound(m.inventory, m.inventory_order);
   ++m.inventory_version;
+}
+
+std::vector<UnclassifiedContinuation> Detector::book_state() const {
+  const Impl& m = *impl_;
+  std::vector<UnclassifiedContinuation> out;
+  // Those of a previous run not seen again yet come first (older), then the book in its order.
+  for (const auto& [key, c] : m.continued) out.push_back(c);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first_seen < b.first_seen; });
+  for (const auto& key : m.book_order) {
+    auto it = m.book.find(key);
+    if (it == m.book.end()) continue;
+    const Incident& inc = it->second;
+    const auto nul = key.find('\0');
+    out.push_back(UnclassifiedContinuation{key.substr(0, nul), inc.fingerprint, inc.id, inc.revision, inc.count,
+                                           inc.severity, inc.first_seen});
+  }
+  return out;
+}
+
+void Detector::restore_book(std::vector<UnclassifiedContinuation> entries) {
+  Impl& m = *impl_;
+  m.continued.clear();
+  const std::size_t skip =
+      entries.size() > m.options.max_fingerprints ? entries.size() - m.options.max_fingerprints : 0;
+  for (std::size_t i = skip; i < entries.size(); ++i) {
+    auto& c = entries[i];
+    if (c.id.empty() || c.fingerprint.empty()) continue;
+    m.continued[c.stream + '\0' + c.fingerprint] = std::move(c);
+  }
 }
 
 std::size_t Detector::distinct() const { return impl_->inventory.size(); }

@@ -63,7 +63,8 @@ Time time_field(const nlohmann::json& j, const char* what) {
 }
 }  // namespace
 
-std::string inventory_state_json(const std::vector<FingerprintEntry>& inventory) {
+std::string inventory_state_json(const std::vector<FingerprintEntry>& inventory,
+                                 const std::vector<UnclassifiedContinuation>& book) {
   // The most recently seen entries, kept in order of first sight.
   std::vector<const FingerprintEntry*> kept;
   for (const auto& e : inventory) kept.push_back(&e);
@@ -101,7 +102,46 @@ std::string inventory_state_json(const std::vector<FingerprintEntry>& inventory)
     x["below_error"] = e->below_error;
     list.push_back(std::move(x));
   }
+  auto& incidents = j["incidents"] = nlohmann::json::array();
+  const std::size_t skip = book.size() > kMaxSavedFingerprints ? book.size() - kMaxSavedFingerprints : 0;
+  for (std::size_t i = skip; i < book.size(); ++i) {  // the newest, in the book's order
+    const UnclassifiedContinuation& b = book[i];
+    incidents.push_back({{"stream", b.stream}, {"fingerprint", b.fingerprint}, {"id", b.id}, {"revision", b.revision},
+                         {"count", b.count}, {"severity", std::string(to_string(b.severity))},
+                         {"first_seen", format_time(b.first_seen)}});
+  }
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Result<std::vector<UnclassifiedContinuation>> book_from_state_json(std::string_view text) {
+  try {
+    auto j = nlohmann::json::parse(text);
+    const auto& v = j.at("version");
+    if (!v.is_number_integer() || v.get<std::int64_t>() != kInventoryStateVersion)
+      return Error{"unsupported fingerprint inventory version " + v.dump()};
+    std::vector<UnclassifiedContinuation> out;
+    if (!j.contains("incidents")) return out;  // written before the book was kept
+    for (const auto& x : j.at("incidents")) {
+      if (out.size() >= kMaxSavedFingerprints) break;
+      UnclassifiedContinuation b;
+      b.stream = x.at("stream").get<std::string>();
+      b.fingerprint = x.at("fingerprint").get<std::string>();
+      b.id = x.at("id").get<std::string>();
+      auto revision = json_integer<std::uint32_t>(x.at("revision"));
+      auto count = json_integer<std::uint32_t>(x.at("count"));
+      if (!revision || !count) throw std::runtime_error("revision or count is not an integer in range");
+      b.revision = *revision;
+      b.count = *count;
+      auto severity = parse_severity(x.at("severity").get<std::string>());
+      if (!severity) throw std::runtime_error("unknown severity " + x.at("severity").dump());
+      b.severity = *severity;
+      b.first_seen = time_field(x, "first_seen");
+      out.push_back(std::move(b));
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return Error{std::string("malformed unclassified incidents in the checkpoint: ") + e.what()};
+  }
 }
 
 Result<std::vector<FingerprintEntry>> inventory_from_state_json(std::string_view text) {

@@ -231,11 +231,16 @@ const DecodeStats& Pipeline::decode_stats(std::uint32_t stream) const { return i
 
 std::string Pipeline::save_state() const { return impl_->correlator.save_state(); }
 Result<void> Pipeline::load_state(std::string_view json) { return impl_->correlator.load_state(json); }
-std::string Pipeline::save_fingerprints() const { return inventory_state_json(impl_->detector.inventory()); }
+std::string Pipeline::save_fingerprints() const {
+  return inventory_state_json(impl_->detector.inventory(), impl_->detector.book_state());
+}
 Result<void> Pipeline::load_fingerprints(std::string_view json) {
   auto entries = inventory_from_state_json(json);
   if (!entries) return entries.error();
+  auto book = book_from_state_json(json);
+  if (!book) return book.error();
   impl_->detector.restore_inventory(std::move(*entries));
+  impl_->detector.restore_book(std::move(*book));
   return {};
 }
 void Pipeline::set_trace(std::function<void(const std::string&)> trace) {

@@ -115,6 +115,17 @@ struct DetectorStats {
   std::uint64_t fingerprints_dropped = 0;
 };
 
+// An unclassified incident across a restart: what its next revision continues from.
+struct UnclassifiedContinuation {
+  std::string stream;  // the logical stream the incident is kept for
+  std::string fingerprint;
+  std::string id;
+  std::uint32_t revision = 1;
+  std::uint32_t count = 1;
+  Severity severity = Severity::warning;
+  Time first_seen{};
+};
+
 class Detector {
  public:
   explicit Detector(std::shared_ptr<const CompiledRules> rules, DetectorOptions options = {});
@@ -147,6 +158,11 @@ class Detector {
   // The inventory a previous run saved (inventory_state_json): its entries are known from now on, with their counts
   // and first sight; a story seen again counts on. Replaces the current inventory; bounded by max_fingerprints.
   void restore_inventory(std::vector<FingerprintEntry> entries);
+  // The unclassified incidents of the book, as a checkpoint keeps them: a repeat after a restart is the next revision
+  // of the same incident (with its count), not its first revision again, which sinks would drop as already seen.
+  std::vector<UnclassifiedContinuation> book_state() const;
+  // What a previous run's book_state() said; the next story of each is raised as its continuation.
+  void restore_book(std::vector<UnclassifiedContinuation> entries);
   std::size_t distinct() const;
   // Grows whenever the inventory changes: a reader copies inventory() only when it moved.
   std::uint64_t inventory_version() const;
@@ -169,9 +185,13 @@ std::string inventory_json(const std::vector<FingerprintEntry>& inventory);
 inline constexpr std::size_t kMaxSavedFingerprints = 512;
 inline constexpr std::size_t kMaxSavedExampleLines = 8;
 inline constexpr std::size_t kMaxSavedExampleText = 256;
-std::string inventory_state_json(const std::vector<FingerprintEntry>& inventory);
+// `book`: the detector's unclassified incidents (Detector::book_state), kept under "incidents" (at most
+// kMaxSavedFingerprints; a checkpoint written before it has none).
+std::string inventory_state_json(const std::vector<FingerprintEntry>& inventory,
+                                 const std::vector<UnclassifiedContinuation>& book = {});
 // An Error says what is wrong (an unknown version, a field of the wrong type); nothing is half-read.
 Result<std::vector<FingerprintEntry>> inventory_from_state_json(std::string_view json);
+Result<std::vector<UnclassifiedContinuation>> book_from_state_json(std::string_view json);
 
 // The inventory as another thread reads it (the daemon's HTTP API): the pipeline thread publishes a copy, readers
 // take the latest. Thread-safe.

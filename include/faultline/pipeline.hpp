@@ -97,7 +97,8 @@ class Pipeline {
   // In-flight correlation state (stories, open incidents) for checkpoints; versioned JSON.
   std::string save_state() const;
   Result<void> load_state(std::string_view json);
-  // The detector's fingerprint inventory, saved and restored beside the correlation state (inventory_state_json).
+  // The detector's fingerprint inventory and its unclassified incidents, saved and restored beside the correlation
+  // state (inventory_state_json): after a restart a known failure continues its incident.
   std::string save_fingerprints() const;
   Result<void> load_fingerprints(std::string_view json);
   // `scan --explain`: a line of text for every state change of the correlator.

@@ -84,6 +84,36 @@ TEST_CASE("an unknown failure raises one unclassified incident; a repeat is a re
   CHECK(inventory[0].claimed_by.empty());
 }
 
+TEST_CASE("after a restart, a known unclassified failure is the next revision of its incident", "[fingerprint]") {
+  Harness before(compile_yaml(kRules));
+  before.lines(kOld);
+  before.replay.finish();
+  REQUIRE(before.replay.incidents().size() == 1);
+  const Incident first = before.replay.incidents()[0];
+  const std::string saved = before.pipeline.save_fingerprints();
+
+  Harness after(compile_yaml(kRules));  // the same stream, a new process
+  REQUIRE(after.pipeline.load_fingerprints(saved));
+  after.lines(kNew);
+  after.replay.finish();
+  REQUIRE(after.replay.incidents().size() == 1);
+  const Incident& again = after.replay.incidents()[0];
+  CHECK(again.id == first.id);
+  CHECK(again.revision == first.revision + 1);  // not revision 1 again, which sinks drop as already delivered
+  CHECK(again.count == 2);
+  CHECK(again.first_seen == first.first_seen);
+  // Saved again before it is seen: a second restart still knows it.
+  auto book = book_from_state_json(after.pipeline.save_fingerprints());
+  REQUIRE(book);
+  REQUIRE(book->size() == 1);
+  CHECK(book->front().revision == again.revision);
+  // A checkpoint written before the book was kept loads, with nothing to continue.
+  auto old = book_from_state_json("{\"version\": 1, \"entries\": []}");
+  REQUIRE(old);
+  CHECK(old->empty());
+  CHECK_FALSE(book_from_state_json("{\"version\": 1, \"entries\": [], \"incidents\": [{\"id\": 3}]}"));
+}
+
 TEST_CASE("a typed rule that matched a line of the story wins", "[fingerprint]") {
   Harness h(compile_yaml(kRules));
   h.lines({"Traceback (most recent call last):", "  File \"/x/runner.py\", line 3, in run",
