@@ -103,18 +103,7 @@ sequence:
 }
 
 TEST_CASE("absence fires when the awaited line never comes", "[correlate]") {
-  auto rules = compile_yaml(R"(
-id: never-ready
-title: server never became ready
-severity: warning
-events:
-  start: 'Starting server'
-  ready: 'Application startup complete'
-sequence:
-  - event: start
-  - absent: ready
-    for: 10m
-)");
+  auto rules = compile_yaml(kNeverReadyRule);
   SECTION("no ready line") {
     Harness h(rules);
     h.line(ts(0, "Starting server"));
