@@ -128,14 +128,81 @@ std::optional<YAML::Node> Reader::load(std::string_view text) {
   return root;
 }
 
+namespace {
+
+// A line that opens or closes a document: "---" or "..." at column 0, then a blank or the end of the line.
+bool document_marker(std::string_view line) {
+  if (line.size() < 3 || !(line.starts_with("---") || line.starts_with("..."))) return false;
+  return line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r';
+}
+
+// Whether a piece of YAML holds anything but blanks and comments.
+bool has_content(std::string_view piece) {
+  for (std::size_t at = 0; at < piece.size();) {
+    std::size_t end = piece.find('\n', at);
+    if (end == std::string_view::npos) end = piece.size();
+    std::string_view line = piece.substr(at, end - at);
+    const std::size_t first = line.find_first_not_of(" \t\r");
+    if (first != std::string_view::npos && line[first] != '#') return true;
+    at = end + 1;
+  }
+  return false;
+}
+
+constexpr std::size_t kMaxDocuments = 64;
+
+}  // namespace
+
+// Not YAML::LoadAll: yaml-cpp 0.7 (Debian 12) loops there for ever, allocating, on a document it cannot start (a
+// ',' at the top level; jbeder/yaml-cpp#1040, fixed upstream after 0.8). Each document is parsed with YAML::Load
+// from a copy of the text in which everything before it is blanked (spaces, the line breaks kept) and which ends
+// where the next document starts, so line, column and byte offset of every mark stay those of the file.
 std::optional<std::vector<YAML::Node>> Reader::load_all(std::string_view text) {
   if (!within_file_limit(text.size())) return std::nullopt;
+  std::vector<std::pair<std::size_t, std::size_t>> pieces;  // [begin, end) of each document's text
+  std::size_t begin = 0;
+  for (std::size_t at = 0; at <= text.size();) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string_view::npos) end = text.size();
+    if (document_marker(text.substr(at, end - at))) {
+      pieces.emplace_back(begin, at);
+      begin = at;
+    }
+    at = end + 1;
+  }
+  pieces.emplace_back(begin, text.size());
   std::vector<YAML::Node> docs;
-  try {
-    docs = YAML::LoadAll(std::string(text));
-  } catch (const YAML::Exception& e) {
-    error_at(position_of(file_, e.mark), e.msg);
-    return std::nullopt;
+  std::string copy;
+  for (const auto& [from, to] : pieces) {
+    std::string_view piece = text.substr(from, to - from);
+    const bool marker = document_marker(piece.substr(0, piece.find('\n')));
+    if (!has_content(marker ? piece.substr(std::min(piece.size(), std::size_t{3})) : piece)) continue;
+    if (docs.size() == kMaxDocuments) {
+      error_at(position_of(file_, YAML::Mark{}), "more than " + std::to_string(kMaxDocuments) +
+                                                     " YAML documents in one file");
+      return std::nullopt;
+    }
+    copy.assign(text.substr(0, to));
+    for (std::size_t k = 0; k < from; ++k)
+      if (copy[k] != '\n') copy[k] = ' ';
+    if (marker) copy.replace(from, 3, "   ");  // the marker itself: what follows it on its line is the document's
+    try {
+      YAML::Node doc = YAML::Load(copy);
+      const std::size_t at = copy.find_first_not_of(" \t\r\n", from + (marker ? 3 : 0));
+      if (doc.IsNull() && at != std::string::npos && copy[at] == ',') {  // no document starts with ',' (LoadAll loops)
+        YAML::Mark mark;
+        mark.pos = static_cast<int>(at);
+        mark.line = static_cast<int>(std::count(copy.begin(), copy.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+        const std::size_t line_start = copy.rfind('\n', at == 0 ? 0 : at - 1);
+        mark.column = static_cast<int>(line_start == std::string::npos || at == 0 ? at : at - line_start - 1);
+        error_at(position_of(file_, mark), "a YAML document cannot start with ','");
+        return std::nullopt;
+      }
+      docs.push_back(std::move(doc));
+    } catch (const YAML::Exception& e) {
+      error_at(position_of(file_, e.mark), e.msg);
+      return std::nullopt;
+    }
   }
   for (const auto& doc : docs) check_tree(doc, 0);
   return docs;

@@ -133,6 +133,27 @@ TEST_CASE("YAML syntax errors carry their position", "[rules]") {
   CHECK(r.diagnostics[0].pos.line >= 2);
 }
 
+TEST_CASE("a document yaml-cpp cannot start is an error at its place, not an endless parse", "[rules]") {
+  // YAML::LoadAll of yaml-cpp 0.7 loops for ever, allocating, on a ',' at the top of a document.
+  const std::string good = "id: a-1\ntitle: a\nseverity: warning\nevents: {e: 'x'}\n";
+  auto r = load_rules_from_string(good + "---\n  , stray\n", "comma.yaml");
+  INFO(dump(r));
+  REQUIRE_FALSE(r.ok());
+  CHECK(has_error(r, "comma.yaml:6:3", "a YAML document cannot start with ','"));
+  CHECK_FALSE(load_rules_from_string(",\n", "bare.yaml").ok());
+}
+
+TEST_CASE("documents of one file keep their lines and columns; an empty one is skipped", "[rules]") {
+  const std::string doc = "id: %-1\ntitle: t\nseverity: warning\nevents: {e: 'x'}\n";
+  auto rule = [&](char c) { std::string d = doc; d[4] = c; return d; };
+  auto r = load_rules_from_string("---\n" + rule('a') + "--- # two\n" + rule('b') + "---\n...\n--- \n" +
+                                      "id: c-1\ntitle: t\nseverity: sometimes\nevents: {e: 'x'}\n",
+                                  "multi.yaml");
+  INFO(dump(r));
+  CHECK(r.rules.rules.size() == 2);
+  CHECK(has_error(r, "multi.yaml:16:11", "severity"));
+}
+
 TEST_CASE("duplicate ids across files are errors; the good file still loads", "[rules]") {
   auto dir = std::filesystem::temp_directory_path() / ("faultline-rules-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir / "sub");
