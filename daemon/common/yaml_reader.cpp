@@ -149,62 +149,63 @@ bool has_content(std::string_view piece) {
   return false;
 }
 
-constexpr std::size_t kMaxDocuments = 64;
-
 }  // namespace
 
-// Not YAML::LoadAll: yaml-cpp 0.7 (Debian 12) loops there for ever, allocating, on a document it cannot start (a
-// ',' at the top level; jbeder/yaml-cpp#1040, fixed upstream after 0.8). Each document is parsed with YAML::Load
-// from a copy of the text in which everything before it is blanked (spaces, the line breaks kept) and which ends
-// where the next document starts, so line, column and byte offset of every mark stay those of the file.
-std::optional<std::vector<YAML::Node>> Reader::load_all(std::string_view text) {
+// Not YAML::LoadAll: yaml-cpp 0.7 (Debian 12) loops for ever, allocating, on a document it cannot start (a ','
+// where a document would begin, also right after a root node: "[a],"; jbeder/yaml-cpp#1040, fixed upstream after
+// 0.8). Each document (split at the "---" and "..." lines, which no scalar may hold) is parsed alone with YAML::Load,
+// which reads one document and stops; its marks count from its first line (Reader::enter), so the cost is linear.
+std::optional<std::vector<Reader::Document>> Reader::load_all(std::string_view text) {
   if (!within_file_limit(text.size())) return std::nullopt;
-  std::vector<std::pair<std::size_t, std::size_t>> pieces;  // [begin, end) of each document's text
+  struct Piece {
+    std::size_t begin, end;
+    std::uint32_t line;
+  };
+  std::vector<Piece> pieces;
   std::size_t begin = 0;
-  for (std::size_t at = 0; at <= text.size();) {
+  std::uint32_t line = 0, begin_line = 0;
+  for (std::size_t at = 0; at <= text.size(); ++line) {
     std::size_t end = text.find('\n', at);
     if (end == std::string_view::npos) end = text.size();
     if (document_marker(text.substr(at, end - at))) {
-      pieces.emplace_back(begin, at);
+      pieces.push_back({begin, at, begin_line});
       begin = at;
+      begin_line = line;
     }
     at = end + 1;
   }
-  pieces.emplace_back(begin, text.size());
-  std::vector<YAML::Node> docs;
-  std::string copy;
-  for (const auto& [from, to] : pieces) {
-    std::string_view piece = text.substr(from, to - from);
-    const bool marker = document_marker(piece.substr(0, piece.find('\n')));
-    if (!has_content(marker ? piece.substr(std::min(piece.size(), std::size_t{3})) : piece)) continue;
-    if (docs.size() == kMaxDocuments) {
-      error_at(position_of(file_, YAML::Mark{}), "more than " + std::to_string(kMaxDocuments) +
-                                                     " YAML documents in one file");
-      return std::nullopt;
-    }
-    copy.assign(text.substr(0, to));
-    for (std::size_t k = 0; k < from; ++k)
-      if (copy[k] != '\n') copy[k] = ' ';
-    if (marker) copy.replace(from, 3, "   ");  // the marker itself: what follows it on its line is the document's
+  pieces.push_back({begin, text.size(), begin_line});
+  std::vector<Document> docs;
+  for (const Piece& piece : pieces) {
+    Document doc;
+    doc.text.assign(text.substr(piece.begin, piece.end - piece.begin));
+    doc.first_line = piece.line;
+    if (document_marker(std::string_view(doc.text).substr(0, doc.text.find('\n'))))
+      doc.text.replace(0, 3, "   ");  // what follows the marker on its line is the document's
+    if (!has_content(doc.text)) continue;
+    enter(doc);
     try {
-      YAML::Node doc = YAML::Load(copy);
-      const std::size_t at = copy.find_first_not_of(" \t\r\n", from + (marker ? 3 : 0));
-      if (doc.IsNull() && at != std::string::npos && copy[at] == ',') {  // no document starts with ',' (LoadAll loops)
-        YAML::Mark mark;
-        mark.pos = static_cast<int>(at);
-        mark.line = static_cast<int>(std::count(copy.begin(), copy.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
-        const std::size_t line_start = copy.rfind('\n', at == 0 ? 0 : at - 1);
-        mark.column = static_cast<int>(line_start == std::string::npos || at == 0 ? at : at - line_start - 1);
-        error_at(position_of(file_, mark), "a YAML document cannot start with ','");
-        return std::nullopt;
-      }
-      docs.push_back(std::move(doc));
+      doc.root = YAML::Load(doc.text);
     } catch (const YAML::Exception& e) {
-      error_at(position_of(file_, e.mark), e.msg);
+      error_at(at(e.mark), e.msg);
+      line_offset_ = 0;
       return std::nullopt;
     }
+    const std::size_t first = doc.text.find_first_not_of(" \t\r\n");
+    if (doc.root.IsNull() && first != std::string::npos && doc.text[first] == ',') {  // where LoadAll loops
+      YAML::Mark mark;
+      mark.pos = static_cast<int>(first);
+      mark.line = static_cast<int>(std::count(doc.text.begin(), doc.text.begin() + static_cast<std::ptrdiff_t>(first), '\n'));
+      const std::size_t line_start = first == 0 ? std::string::npos : doc.text.rfind('\n', first - 1);
+      mark.column = static_cast<int>(line_start == std::string::npos ? first : first - line_start - 1);
+      error_at(at(mark), "a YAML document cannot start with ','");
+      line_offset_ = 0;
+      return std::nullopt;
+    }
+    check_tree(doc.root, 0);
+    docs.push_back(std::move(doc));
   }
-  for (const auto& doc : docs) check_tree(doc, 0);
+  line_offset_ = 0;
   return docs;
 }
 

@@ -234,14 +234,17 @@ struct FileRules {
 
 void parse_text(std::string_view text, const std::string& file, FileRules& out, bool hash) {
   RuleReader dec(file, out.diagnostics);
-  dec.set_source(text);
   dec.set_content_hash(hash);
   auto docs = dec.load_all(text);
   if (!docs) return;
   try {
-    for (const auto& doc : *docs) load_document(doc, dec, out.rules);
+    for (const auto& doc : *docs) {
+      dec.enter(doc);
+      dec.set_source(doc.text);
+      load_document(doc.root, dec, out.rules);
+    }
   } catch (const YAML::Exception& e) {  // the room boundary for yaml-cpp's own throws
-    dec.error_at(yaml::position_of(file, e.mark), e.msg);
+    dec.error_at(dec.at(e.mark), e.msg);
     out.rules.rules.clear();
   }
 }

@@ -100,7 +100,8 @@ Position RuleReader::position_in(const YAML::Node& value, std::string_view text,
   }
   std::size_t line_start = source_.rfind('\n', found);
   line_start = line_start == std::string_view::npos ? 0 : line_start + 1;
-  at.line = static_cast<std::uint32_t>(1 + std::count(source_.begin(), source_.begin() + static_cast<std::ptrdiff_t>(found), '\n'));
+  at.line = pos(value).line - static_cast<std::uint32_t>(mark.line) +
+            static_cast<std::uint32_t>(std::count(source_.begin(), source_.begin() + static_cast<std::ptrdiff_t>(found), '\n'));
   at.column = static_cast<std::uint32_t>(found - line_start + 1);
   return at;
 }

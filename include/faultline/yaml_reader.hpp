@@ -50,7 +50,14 @@ class Reader {
   Reader(std::string file, std::vector<Diagnostic>& diagnostics) : file_(std::move(file)), diags_(diagnostics) {}
 
   const std::string& file() const { return file_; }
-  Position pos(const YAML::Node& node) const { return position_of(file_, node.Mark()); }
+  Position pos(const YAML::Node& node) const { return at(node.Mark()); }
+  // A mark of the document being read, as a position in the file (load_all parses each document apart: its marks
+  // count lines from the document's first line).
+  Position at(const YAML::Mark& mark) const {
+    Position p = position_of(file_, mark);
+    if (p.line > 0) p.line += line_offset_;
+    return p;
+  }
   void error(const YAML::Node& node, std::string message);
   void error_at(const Position& pos, std::string message);
   void warning(const YAML::Node& node, std::string message);
@@ -63,7 +70,16 @@ class Reader {
   // first one's position (yaml-cpp keeps the first silently; lookups see only it).
   // Text longer than kMaxFileBytes is refused at 1:1, a value longer than kMaxScalarBytes at its position.
   std::optional<YAML::Node> load(std::string_view text);
-  std::optional<std::vector<YAML::Node>> load_all(std::string_view text);
+  // One document of a stream: its tree, its own text (what its marks' byte offsets index; the "---" that opens it
+  // blanked), and the file's line it starts at. Pass it to enter() before reading the tree, so positions are the
+  // file's.
+  struct Document {
+    YAML::Node root;
+    std::string text;
+    std::uint32_t first_line = 0;  // lines of the file before it
+  };
+  std::optional<std::vector<Document>> load_all(std::string_view text);
+  void enter(const Document& doc) { line_offset_ = doc.first_line; }
   // The whole of file(): stat first; one that does not exist, cannot be opened or is not a regular file is an error
   // marked `unreadable` (commands exit 2), one larger than kMaxFileBytes an error at 1:1; both give nullopt.
   std::optional<std::string> read_file();
@@ -148,6 +164,7 @@ class Reader {
   void check_tree(const YAML::Node& node, int depth);  // repeated keys and over-long values
 
   std::string file_;
+  std::uint32_t line_offset_ = 0;  // of the document being read (load_all, enter)
   std::vector<Diagnostic>& diags_;
 };
 
