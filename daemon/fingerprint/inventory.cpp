@@ -61,6 +61,13 @@ Time time_field(const nlohmann::json& j, const char* what) {
   if (!t) throw std::runtime_error(std::string(what) + " is not an RFC 3339 time: " + j.at(what).dump());
   return *t;
 }
+
+// The saved inventory's version, checked before any entry is read: another version is an Error saying which.
+std::optional<Error> version_error(const nlohmann::json& j) {
+  const auto& v = j.at("version");
+  if (v.is_number_integer() && v.get<std::int64_t>() == kInventoryStateVersion) return std::nullopt;
+  return Error{"unsupported fingerprint inventory version " + v.dump()};
+}
 }  // namespace
 
 std::string inventory_state_json(const std::vector<FingerprintEntry>& inventory,
@@ -116,9 +123,7 @@ std::string inventory_state_json(const std::vector<FingerprintEntry>& inventory,
 Result<std::vector<UnclassifiedContinuation>> book_from_state_json(std::string_view text) {
   try {
     auto j = nlohmann::json::parse(text);
-    const auto& v = j.at("version");
-    if (!v.is_number_integer() || v.get<std::int64_t>() != kInventoryStateVersion)
-      return Error{"unsupported fingerprint inventory version " + v.dump()};
+    if (auto unsupported = version_error(j)) return *unsupported;
     std::vector<UnclassifiedContinuation> out;
     if (!j.contains("incidents")) return out;  // written before the book was kept
     for (const auto& x : j.at("incidents")) {
@@ -147,9 +152,7 @@ Result<std::vector<UnclassifiedContinuation>> book_from_state_json(std::string_v
 Result<std::vector<FingerprintEntry>> inventory_from_state_json(std::string_view text) {
   try {
     auto j = nlohmann::json::parse(text);
-    const auto& v = j.at("version");
-    if (!v.is_number_integer() || v.get<std::int64_t>() != kInventoryStateVersion)
-      return Error{"unsupported fingerprint inventory version " + v.dump()};
+    if (auto unsupported = version_error(j)) return *unsupported;
     std::vector<FingerprintEntry> out;
     for (const auto& x : j.at("entries")) {
       if (out.size() >= kMaxSavedFingerprints) break;
