@@ -5,9 +5,7 @@
 - a 200 MB rule file is refused at file:1:1 before it is read (fast, no memory), a value over 64 KiB at its position;
 - patterns are echoed as a bounded excerpt, never whole."""
 import os
-import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -33,21 +31,6 @@ def expect(args, status, *texts, most=None):
     if most is not None:
         check(len(said) <= most, "faultline %s: %d bytes of messages (at most %d)" % (args[0], len(said), most))
     return p
-
-
-def own_peak_rss_mib(args, timeout=60):
-    """faultline ARGS to its end: (exit status, output, the peak RSS of that one process in MiB)."""
-    p = subprocess.Popen([tl.binary()] + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    timer = threading.Timer(timeout * tl.TIME_SCALE, p.kill)
-    timer.start()
-    try:
-        out = p.stdout.read().decode("utf-8", "replace")
-        _, status, usage = os.wait4(p.pid, 0)
-        p.returncode = os.waitstatus_to_exitcode(status)
-    finally:
-        timer.cancel()
-        p.stdout.close()
-    return p.returncode, out, usage.ru_maxrss / 1024
 
 
 def test(work):
@@ -77,7 +60,7 @@ def test(work):
     huge = work.file("huge.yaml", rule())
     os.truncate(huge, 200_000_000)
     started = time.monotonic()
-    status, said, peak_mib = own_peak_rss_mib(["check", huge])
+    status, said, peak_mib = tl.run_peak(["check", huge], timeout=60)
     took = time.monotonic() - started
     check(status == 1, "check of a 200 MB file: exit %d, expected 1:\n%s" % (status, said[:2000]))
     refused = huge + ":1:1: error: the file is 200000000 bytes; a rule or config file may have at most 4 MiB"

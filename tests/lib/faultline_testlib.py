@@ -204,6 +204,46 @@ def run(*args, **kwargs):
     return subprocess.run([binary()] + [str(a) for a in args], **kwargs)
 
 
+def run_peak(args, timeout=120, input=None, stdin=None):
+    """`faultline ARGS...` to its end, or stopped with SIGTERM after `timeout` (scaled): (exit status, None when it
+    was stopped; stdout and stderr together as text; the peak RSS of that one process in MiB, from wait4)."""
+    p = subprocess.Popen([binary()] + [str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         stdin=stdin if stdin is not None else (subprocess.PIPE if input is not None else subprocess.DEVNULL))
+    stopped = threading.Event()
+
+    def stop():
+        stopped.set()
+        p.send_signal(signal.SIGTERM)
+
+    def feed():
+        try:
+            p.stdin.write(input)
+        except (BrokenPipeError, OSError):
+            pass  # it stopped reading
+        finally:
+            p.stdin.close()
+
+    chunks = []
+    reader = threading.Thread(target=lambda: chunks.append(p.stdout.read()), daemon=True)
+    reader.start()
+    writer = threading.Thread(target=feed, daemon=True) if input is not None else None
+    if writer:
+        writer.start()
+    timer = threading.Timer(timeout * TIME_SCALE, stop)
+    timer.start()
+    try:
+        _, status, usage = os.wait4(p.pid, 0)
+    finally:
+        timer.cancel()
+    p.returncode = os.waitstatus_to_exitcode(status)
+    reader.join()
+    if writer:
+        writer.join()
+    p.stdout.close()
+    out = b"".join(chunks).decode("utf-8", "replace")
+    return (None if stopped.is_set() else p.returncode), out, usage.ru_maxrss / 1024.0
+
+
 def scan_incidents(*args, input=None, timeout=120):
     """`faultline scan --json ARGS...` (bytes in and out): (exit status, the latest revision of each incident in order
     of first emission, the completed process)."""

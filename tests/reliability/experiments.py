@@ -3,7 +3,6 @@ takes the campaign's context (a work dir, quick or full sizes), raises on failur
 Imported by campaign.py, which runs them and prints the table."""
 import os
 import random
-import resource
 import signal
 import socket
 import subprocess
@@ -22,19 +21,8 @@ GOOD_RULE = "id: t-1\ntitle: t\nseverity: warning\nevents:\n  e:\n    regex: 'ab
 
 
 def run_child_rss(args, timeout=120, input=None, stdin=None):
-    """faultline ARGS to its end (or `timeout`): (exit status or None when stopped, output, peak RSS of children in MB)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    p = subprocess.Popen([tl.binary()] + [str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         stdin=stdin if stdin is not None else (subprocess.PIPE if input is not None else subprocess.DEVNULL))
-    try:
-        out, _ = p.communicate(input=input, timeout=timeout)
-        rc = p.returncode
-    except subprocess.TimeoutExpired:
-        p.send_signal(signal.SIGTERM)
-        out, _ = p.communicate(timeout=30)
-        rc = None
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return rc, out.decode("utf-8", "replace"), max(before, after) / 1024.0
+    """faultline ARGS to its end (or `timeout`): (exit status or None when stopped, output, its peak RSS in MiB)."""
+    return tl.run_peak(args, timeout=timeout, input=input, stdin=stdin)
 
 
 # ---- 1: bad input to the commands ----------------------------------------------------------------------------------
