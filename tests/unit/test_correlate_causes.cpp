@@ -11,6 +11,17 @@
 using namespace faultline;
 using namespace faultline::testing;
 
+namespace {
+
+// A failure no rule knows, as vLLM's EngineCore logs it at ERROR: a traceback raised in flux.py's `function`.
+std::vector<std::string> flux_story(const std::string& function) {
+  return {"(EngineCore_0 pid=88) ERROR 11-29 10:08:01 [core.py:866] Traceback (most recent call last):",
+          "(EngineCore_0 pid=88) ERROR 11-29 10:08:01 [core.py:866]   File \"/x/flux.py\", line 3, in " + function,
+          "(EngineCore_0 pid=88) ERROR 11-29 10:08:01 [core.py:866] RuntimeError: the flux capacitor is out of phase"};
+}
+
+}  // namespace
+
 TEST_CASE("a cascade incident points at the root cause on the same stream", "[correlate]") {
   auto rules = compile_yaml(R"(
 rules:
@@ -254,11 +265,8 @@ rules:
     priority: 50
     events: {e: 'Watchdog caught collective operation timeout'}
 )");
-  const std::vector<std::string> story = {
-      "(EngineCore_0 pid=88) ERROR 11-29 10:08:01 [core.py:866] Traceback (most recent call last):",
-      "(EngineCore_0 pid=88) ERROR 11-29 10:08:01 [core.py:866]   File \"/x/flux.py\", line 3, in start",
-      "(EngineCore_0 pid=88) ERROR 11-29 10:08:01 [core.py:866] RuntimeError: the flux capacitor is out of phase",
-      "(EngineCore_0 pid=88) ERROR 11-29 10:08:01 [core.py:868] EngineCore failed to start."};
+  std::vector<std::string> story = flux_story("start");
+  story.push_back("(EngineCore_0 pid=88) ERROR 11-29 10:08:01 [core.py:868] EngineCore failed to start.");
   SECTION("the story closes at the end of input") {
     Harness h(rules);
     h.lines(story);
@@ -304,10 +312,7 @@ rules:
     events: {e: 'the engine is dead'}
 )");
   // A traceback the logger printed at ERROR while the process went on: a warning on its own.
-  const std::vector<std::string> story = {
-      "(EngineCore_0 pid=88) ERROR 11-29 10:08:01 [core.py:866] Traceback (most recent call last):",
-      "(EngineCore_0 pid=88) ERROR 11-29 10:08:01 [core.py:866]   File \"/x/flux.py\", line 3, in step",
-      "(EngineCore_0 pid=88) ERROR 11-29 10:08:01 [core.py:866] RuntimeError: the flux capacitor is out of phase"};
+  const std::vector<std::string> story = flux_story("step");
   Harness h(rules);
   h.lines(story);
   for (int i = 0; i < 25; ++i) h.line("INFO 11-29 10:08:02 [api.py:1] serving " + std::to_string(i));
