@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli.hpp"
 #include "commands.hpp"
@@ -26,6 +28,23 @@ bool within(const fs::path& path, const fs::path& dir) {
   return end == d.end();
 }
 
+// The shipped catalog's rule files that define no rule id the files under `given` define (a file is left out whole
+// when any of its rules is redefined there), in the catalog's own order.
+std::vector<std::string> shipped_files_not_defined_in(const std::vector<std::string>& given, const std::string& catalog) {
+  const LoadOptions ids_only{.tests = false, .content_hash = false};
+  const LoadResult mine = load_rules(given, ids_only);
+  const LoadResult shipped = load_rules({catalog}, ids_only);
+  std::vector<std::string> files, redefined;
+  for (const Rule& r : shipped.rules.rules) {
+    if (mine.rules.find(r.id) != nullptr) redefined.push_back(r.pos.file);
+    if (files.empty() || files.back() != r.pos.file) files.push_back(r.pos.file);
+  }
+  std::erase_if(files, [&](const std::string& f) {
+    return std::find(redefined.begin(), redefined.end(), f) != redefined.end();
+  });
+  return files;
+}
+
 }  // namespace
 
 int cmd_test(const Args& args) {
@@ -36,19 +55,24 @@ int cmd_test(const Args& args) {
   cli.flag("--verbose", verbose, "also name every test that passes").alias("-v");
   cli.option("--rule", "ID", only,
              "run only this rule's tests (repeatable), with the shipped catalog loaded beside the PATHs so that "
-             "expectations on catalog rules (root causes, cascades) hold");
+             "expectations on catalog rules (root causes, cascades) hold; a rule the PATHs define replaces the shipped "
+             "rule of that id (an edited copy)");
   cli.positionals("PATH", paths);
   cli.footer("PATH: rule files or directories (default: the shipped catalog). Exit status: 0 all passed, 1 a test "
              "failed, a rule error or a --rule with no tests, 2 a usage error, an unknown --rule ID or a PATH that "
              "cannot be read (missing, not permitted, holding no rules).");
   if (auto status = cli.handle(args, std::cout, std::cerr)) return *status;
 
-  // One rule's tests run against the whole catalog: a rule under test beside the shipped ones, as it will run.
+  // One rule's tests run against the whole catalog: a rule under test beside the shipped ones, as it will run. A
+  // rule the PATHs define replaces the shipped one of that id (an edited copy of a catalog rule, or of the catalog).
   if (!only.empty() && !paths.empty()) {
     const std::string catalog = default_rules_dir();
     bool overlaps = false;
     for (const auto& p : paths) overlaps = overlaps || within(p, catalog) || within(catalog, p);
-    if (!overlaps) paths.push_back(catalog);
+    if (!overlaps) {
+      const std::vector<std::string> given = paths;
+      for (auto& file : shipped_files_not_defined_in(given, catalog)) paths.push_back(std::move(file));
+    }
   }
   Catalog catalog = load_and_compile(paths, {}, "", CatalogPolicy{OnLoadError::stop});
   for (const auto& d : catalog.diagnostics) std::cerr << d.str() << "\n";

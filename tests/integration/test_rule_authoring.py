@@ -8,6 +8,7 @@
   did not count because of the rule's tolerance: out of its window, arrived early in a rule without one, or optional
   evidence that came after the hold for it ended."""
 import os
+import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -34,6 +35,14 @@ tests:
       - fields: {code: "3"}
       - rule: cuda-out-of-memory
         severity: critical
+""" % OOM
+
+# A test case that only an edited copy of the catalog's OOM rule has (it holds for the shipped rule too).
+EDITED_CASE = """  - name: edited copy only
+    lines: |
+      %s
+    expect:
+      - severity: critical
 """ % OOM
 
 UNTESTED = """
@@ -69,6 +78,25 @@ def test(work):
     check(rc == 0 and " passed, 0 failed" in out, "test --rule on a catalog rule: exit %d\n%s" % (rc, out[-2000:]))
     passed = int(out.strip().splitlines()[-1].split()[0])
     check(5 < passed < 60, "test --rule cuda-out-of-memory ran %d tests" % passed)
+
+    # An edited copy of the catalog (a working copy) with --rule: its rules replace the shipped ones of the same ids
+    # (no duplicate id), and the edited rule's own tests run (a case only the copy has).
+    copy = os.path.join(work.path, "copy")
+    shutil.copytree(os.path.join(tl.SOURCE_DIR, "rules"), os.path.join(copy, "rules"))
+    os.makedirs(os.path.join(copy, "tests", "corpus"))
+    os.symlink(os.path.join(tl.SOURCE_DIR, "tests", "corpus", "real"), os.path.join(copy, "tests", "corpus", "real"))
+    edited_rule = os.path.join(copy, "rules", "memory", "cuda-out-of-memory.yaml")
+    shipped = open(edited_rule).read()
+    check("\ntests:\n" in shipped, "the shipped OOM rule has no tests block")
+    with open(edited_rule, "w") as f:
+        f.write(shipped.replace("\ntests:\n", "\ntests:\n" + EDITED_CASE, 1))
+    rc, out = run("test", "--rule", "cuda-out-of-memory", "--verbose", os.path.join(copy, "rules"))
+    check(rc == 0 and "duplicate" not in out, "test --rule on an edited catalog: exit %d\n%s" % (rc, out[-3000:]))
+    check("ok   cuda-out-of-memory: edited copy only" in out, "the copy's own test did not run:\n%s" % out[-3000:])
+    # One edited rule file alone beside the shipped catalog: the shipped file of that id is left out.
+    rc, out = run("test", "--rule", "cuda-out-of-memory", "--verbose", edited_rule)
+    check(rc == 0 and "ok   cuda-out-of-memory: edited copy only" in out,
+          "an edited rule file alone: exit %d\n%s" % (rc, out[-3000:]))
 
     rc, out = run("test", "--rule", "my-wraper", mine)
     check(rc == 2 and "no rule 'my-wraper'" in out and "did you mean 'my-wrapper'" in out,
