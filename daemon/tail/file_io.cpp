@@ -51,6 +51,10 @@ std::optional<Fingerprint> fingerprint_of(int fd, std::size_t bytes) {
                      static_cast<std::uint32_t>(n)};
 }
 
+Fingerprint fingerprint_of_bytes(std::string_view bytes) {
+  return Fingerprint{fnv1a64(bytes, kFingerprintSeed), static_cast<std::uint32_t>(bytes.size())};
+}
+
 std::optional<Fingerprint> fingerprint_of_path(const std::string& path, std::size_t bytes) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return std::nullopt;

@@ -44,6 +44,8 @@ ssize_t pread_full(int fd, char* buf, std::size_t want, std::uint64_t offset);
 // The hash of the first `bytes` bytes (fewer when the file is shorter); nullopt when it cannot be read.
 std::optional<Fingerprint> fingerprint_of(int fd, std::size_t bytes);
 std::optional<Fingerprint> fingerprint_of_path(const std::string& path, std::size_t bytes);
+// The fingerprint of bytes already read (a file's first ones).
+Fingerprint fingerprint_of_bytes(std::string_view bytes);
 
 // Newlines in [from, to) of the file.
 std::uint64_t count_newlines(int fd, std::uint64_t from, std::uint64_t to);

@@ -98,17 +98,32 @@ void FileSource::check_content(FollowedFile& f, std::uint64_t size) {
     return;
   }
   if (size == f.last_size) return;
-  if (f.fp.bytes > 0) {
-    auto fp = fingerprint_of(f.fd.get(), f.fp.bytes);
-    if (fp && fp->bytes == f.fp.bytes && fp->hash != f.fp.hash) {
+  // Grew: the fingerprint extends over the leading bytes it did not cover yet, taken from the same read that checks
+  // the bytes it covers, never after a read of the file's lines (it could be replaced between that read and this).
+  const bool extend = f.fp.bytes < ctx_.options.fingerprint_bytes && size > f.fp.bytes;
+  if (f.fp.bytes == 0 && !extend) return;
+  std::string& buf = ctx_.check_buf;
+  buf.resize(extend ? ctx_.options.fingerprint_bytes : f.fp.bytes);
+  const ssize_t n = pread_full(f.fd.get(), buf.data(), buf.size(), 0);
+  if (n < 0) return;
+  const auto got = static_cast<std::size_t>(n);
+  if (f.fp.bytes > 0 && got >= f.fp.bytes) {
+    const std::string_view known(buf.data(), f.fp.bytes);
+    const bool have_head = f.head_hash == f.fp.hash && f.head.size() == f.fp.bytes;
+    const bool same = have_head ? known == f.head : fingerprint_of_bytes(known).hash == f.fp.hash;
+    if (!same) {
       truncate_restart(f, "content replaced");
       return;
     }
+    if (!have_head) {
+      f.head.assign(known);
+      f.head_hash = f.fp.hash;
+    }
   }
-  // Grew: the fingerprint extends over the leading bytes it did not cover yet, taken now that they were just checked,
-  // never after a read (the file could have been replaced between the read and the hash).
-  if (f.fp.bytes < ctx_.options.fingerprint_bytes && size > f.fp.bytes) {
-    f.fp = fingerprint_of(f.fd.get(), ctx_.options.fingerprint_bytes).value_or(f.fp);
+  if (extend) {
+    f.head.assign(buf.data(), got);
+    f.fp = fingerprint_of_bytes(f.head);
+    f.head_hash = f.fp.hash;
   }
 }
 
@@ -169,6 +184,7 @@ void FileSource::finish_file(LogicalStream& s, FollowedFile& f) {
     --open_fds_;
   }
   f.state = FileState::finished;
+  std::string().swap(f.head);  // only a current file's growth is checked
   f.last_size = f.offset;
   ctx_.lag_stale = true;
   s.current = nullptr;
@@ -200,6 +216,11 @@ std::size_t FileSource::read_stream(LogicalStream& s, std::size_t budget) {
   std::string& buf = ctx_.read_buf;
   std::size_t total = 0;
   Time now = ctx_.clock.now();
+  const auto at_end = [&] {
+    f.at_eof = true;
+    f.ready = false;
+    if (parked_ > 0) descriptor_check_ = true;  // this one may give its descriptor to a waiting file
+  };
   while (total < budget) {
     std::size_t want = std::min(buf.size(), budget - total);
     ssize_t n = ::pread(f.fd.get(), buf.data(), want, static_cast<off_t>(f.offset));
@@ -213,9 +234,7 @@ std::size_t FileSource::read_stream(LogicalStream& s, std::size_t budget) {
       break;
     }
     if (n == 0) {
-      f.at_eof = true;
-      f.ready = false;
-      if (parked_ > 0) descriptor_check_ = true;  // this one may give its descriptor to a waiting file
+      at_end();
       break;
     }
     std::string_view bytes(buf.data(), static_cast<std::size_t>(n));
@@ -234,6 +253,12 @@ std::size_t FileSource::read_stream(LogicalStream& s, std::size_t budget) {
     f.last_growth = s.last_data;
     ctx_.handler.data(s.handle, bytes, now);
     if (ctx_.stopped) break;
+    // A short read of a regular file is its end, now: no second read to learn it (a line appended since wakes the
+    // stream again, as after a read of nothing).
+    if (static_cast<std::size_t>(n) < want && S_ISREG(st.st_mode)) {
+      at_end();
+      break;
+    }
   }
   if (total >= budget) f.ready = true;  // maybe more
   return total;

@@ -42,6 +42,10 @@ struct FollowedFile {
   std::string path;  // as found (its name in the stream)
   std::string real;  // resolved
   Fingerprint fp;
+  // The leading bytes `fp` covers, kept from the last check while fp.hash == head_hash: a grown file's start is
+  // compared with them (memcmp) instead of hashed again at every read. Empty until the first check.
+  std::string head;
+  std::uint64_t head_hash = 0;
   std::string open_path;         // the name it was last found under (a parked file is reopened by it)
   UniqueFd fd;                   // closed once finished; also closed while parked
   std::uint64_t offset = 0;      // read up to here

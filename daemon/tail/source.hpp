@@ -85,6 +85,7 @@ struct TailContext {
   SourceStatsBook source_stats;
   StreamTable streams;
   std::string read_buf;     // one reading buffer for every source (read_chunk_bytes)
+  std::string check_buf;    // a file's leading bytes, read to tell a grown file from a replaced one
   bool first_start = true;  // no checkpoint
   bool stopped = false;     // Tailer::stop(): no more data() calls
   bool lag_stale = true;    // a file's size, offset or state changed since lag_by_source() was computed

@@ -66,6 +66,30 @@ TEST_CASE_METHOD(TailFixture, "a file followed from empty gets its fingerprint a
   CHECK(r.tailer.stats().truncations == 1);
 }
 
+TEST_CASE_METHOD(TailFixture, "a refill differing only in the fingerprint's last byte is told after many growths") {
+  // The file outgrows the fingerprint (1 KiB) and grows again and again: each growth compares the kept leading bytes
+  // with the file's. Then it is replaced by content whose first KiB differs in its last byte alone.
+  const std::string first = lines(1, 200, "old");
+  REQUIRE(first.size() > 1100);
+  auto& r = start(files(t / "app.log"));
+  write(t / "app.log", first);
+  r.step();
+  for (int k = 0; k < 3; ++k) {
+    write(t / "app.log", lines(200 + k, 200 + k, "more"));
+    r.step();
+  }
+  CHECK(r.tailer.stats().truncations == 0);
+  std::string refill = first;
+  refill[1023] = refill[1023] == 'x' ? 'y' : 'x';
+  refill += lines(300, 400, "new");
+  write(t / "app.log", refill, false);  // truncated and refilled past the offset before the next look
+  r.step();
+  r.step();
+  CHECK(r.rec.data_of(t / "app.log") == first + lines(200, 200, "more") + lines(201, 201, "more") +
+                                            lines(202, 202, "more") + refill);
+  CHECK(r.tailer.stats().truncations == 1);
+}
+
 TEST_CASE_METHOD(TailFixture, "a deleted file is read to its end and closed; a recreated one continues the stream") {
   auto& r = start(files(t / "app.log"));
   write(t / "app.log", lines(1, 2));
