@@ -41,8 +41,9 @@ constexpr auto kTick = std::chrono::milliseconds(1000);
 // Idle, the Tailer wakes once per rescan_interval; a tick due up to this much later runs in the same wake-up.
 constexpr auto kTickSlack = std::chrono::milliseconds(5);
 
-// Loading rules parses every rule file (yaml-cpp allocates and frees a node per scalar, on up to 8 threads): the freed
-// heap goes back to the system, or the daemon's resident memory would stay at that peak for the rest of its life.
+// Loading rules parses every rule file (yaml-cpp allocates and frees a node per scalar, on up to 8 threads), and a busy
+// stretch frees batches of every size: the freed heap goes back to the system, or the daemon's resident memory would
+// stay at its highest for the rest of its life.
 void release_freed_memory() {
 #if defined(__GLIBC__)
   ::malloc_trim(0);
@@ -80,6 +81,7 @@ struct Service::Impl {
   // The loop's timers and state.
   std::chrono::steady_clock::duration checkpoint_slack{};
   Steady next_checkpoint{};
+  std::uint64_t bytes_at_trim = 0;  // bytes the Tailer had read at the last periodic release of freed memory
   Steady next_tick{};
   bool ready_reported = false;
   std::uint64_t activity_lines = 0;    // lines read at the last publish_activity
@@ -450,6 +452,11 @@ StepResult Service::step(const Wakeups& woke) {
   if (now + d.checkpoint_slack >= d.next_checkpoint) {
     d.checkpointer->write(Checkpointer::Why::periodic);
     d.next_checkpoint = d.clock.steady() + d.config.checkpoint_interval;
+    // What a busy interval freed (batches, the checkpoint's text) goes back to the system too; an idle one is skipped.
+    if (const std::uint64_t read = d.tailer->stats().bytes; read != d.bytes_at_trim) {
+      d.bytes_at_trim = read;
+      release_freed_memory();
+    }
   }
   if (d.stdin_only && d.tailer->stdin_finished()) {
     spdlog::info("standard input ended");
