@@ -43,16 +43,15 @@ ssize_t pread_full(int fd, char* buf, std::size_t want, std::uint64_t offset) {
   return static_cast<ssize_t>(got);
 }
 
+Fingerprint fingerprint_of_bytes(std::string_view bytes) {
+  return Fingerprint{fnv1a64(bytes, kFingerprintSeed), static_cast<std::uint32_t>(bytes.size())};
+}
+
 std::optional<Fingerprint> fingerprint_of(int fd, std::size_t bytes) {
   std::string buf(bytes, '\0');
   ssize_t n = pread_full(fd, buf.data(), bytes, 0);
   if (n < 0) return std::nullopt;
-  return Fingerprint{fnv1a64(std::string_view(buf.data(), static_cast<std::size_t>(n)), kFingerprintSeed),
-                     static_cast<std::uint32_t>(n)};
-}
-
-Fingerprint fingerprint_of_bytes(std::string_view bytes) {
-  return Fingerprint{fnv1a64(bytes, kFingerprintSeed), static_cast<std::uint32_t>(bytes.size())};
+  return fingerprint_of_bytes(std::string_view(buf.data(), static_cast<std::size_t>(n)));
 }
 
 std::optional<Fingerprint> fingerprint_of_path(const std::string& path, std::size_t bytes) {
