@@ -247,6 +247,9 @@ int cmd_scan(const Args& args) {
                                  [whole, shown, &replay](std::size_t from, std::size_t to) {
                                    whole->release(from, to);
                                    shown->update(to, whole->bytes().size(), replay.stats().lines);
+                                 },
+                                 [whole](std::size_t offset, char* out, std::size_t size) {
+                                   return whole->copy(offset, out, size);
                                  }});
       mapped.push_back(std::move(file));
       if (group.size() >= kFilesPerGroup) scan_group();

@@ -426,7 +426,21 @@ MappedFile::MappedFile(const std::string& path) {
       install_sigbus_handler();
     }
   }
-  ::close(fd);
+  if (data_ != nullptr) fd_ = fd;
+  else ::close(fd);
+}
+
+bool MappedFile::copy(std::size_t offset, char* out, std::size_t size) const {
+  if (fd_ < 0 || offset > size_ || size > size_ - offset) return false;
+  while (size > 0) {
+    const ssize_t n = ::pread(fd_, out, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;  // an error, or the file ends early (it shrank)
+    out += n;
+    offset += static_cast<std::size_t>(n);
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
 }
 
 void MappedFile::release(std::size_t from, std::size_t to) {
@@ -439,6 +453,7 @@ void MappedFile::release(std::size_t from, std::size_t to) {
 
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(data_, size_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 // What a file's bytes were read at: --now, else its modification time; standard input is read now.

@@ -130,12 +130,16 @@ class MappedFile {
   // Nothing refers to bytes [from, to) any more: the whole pages among them leave the process's memory (they stay in
   // the page cache), so a scan of a large file holds only the parts in flight.
   void release(std::size_t from, std::size_t to);
+  // Reads bytes [offset, offset + size) of the file into `out` (pread: any thread, no page of the mapping touched);
+  // false if the file holds fewer of them now, or a read failed.
+  bool copy(std::size_t offset, char* out, std::size_t size) const;
 
  private:
   std::string error_;
   bool not_regular_ = false;
   void* data_ = nullptr;
   std::size_t size_ = 0;
+  int fd_ = -1;  // kept open for copy()
 };
 
 // Feeds all of `in` to `replay` as `stream`, read at the time of the input's first timestamp (looked for in its first

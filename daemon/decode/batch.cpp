@@ -183,6 +183,14 @@ void RecordBatch::clear() {
   bytes_ = 0;
 }
 
+void RecordBatch::reset() {
+  buffer_.clear();
+  spans_.clear();
+  records_.clear();
+  streams_.clear();
+  bytes_ = 0;
+}
+
 std::size_t RecordBatch::record_at(std::size_t pos) const {
   if (pos >= bytes_) return records_.size();
   // The last record that begins at or before pos; texts are laid out in record order.

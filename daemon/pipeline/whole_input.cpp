@@ -6,10 +6,14 @@
 // for one thread or many. A part starts at such a line start too, decoded by a decoder of its own that starts there.
 // The decoder of the part before it may have had a line open there (a CRI 'P' line or a docker partial continued past
 // it): that part then ended later, and the part after it is decoded again from where it really begins.
+// Where the input can be copied (WholeInput::copy), a part is decoded from a copy of its bytes in a buffer of its
+// own, which goes back to a pool once the part is correlated; only a line that runs past the copy is read where it
+// is.
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -46,6 +50,71 @@ ContainerFormat detect_format(const WholeInput& in, const DecodeOptions& options
   return decoder.format();
 }
 
+// A part's own copy of its bytes, and batches to fill: their capacity is kept from part to part (no allocation, and no
+// page faulted in, per batch).
+struct PartBuffer {
+  std::unique_ptr<char[]> data;
+  std::size_t capacity = 0;
+  std::vector<MatchedBatch> spare;  // reset, to be filled again
+
+  MatchedBatch take_batch() {
+    if (spare.empty()) return MatchedBatch{};
+    MatchedBatch m = std::move(spare.back());
+    spare.pop_back();
+    return m;
+  }
+
+  char* reserve(std::size_t n) {
+    if (n > capacity) {
+      data.reset(new char[n]);
+      capacity = n;
+    }
+    return data.get();
+  }
+};
+
+// The input's bytes as a part reads them: [begin, end) from its copy when it has one, the rest where it is.
+class PartBytes {
+ public:
+  explicit PartBytes(std::string_view whole) : whole_(whole) {}
+  // Copies [begin, end) into `buffer` with `copy`; without one, or if it fails, every byte is read where it is.
+  void copy_in(const WholeInput& in, std::size_t begin, std::size_t end, PartBuffer& buffer) {
+    end = std::min(end, whole_.size());
+    if (!in.copy || begin >= end) return;
+    char* out = buffer.reserve(end - begin);
+    if (!in.copy(begin, out, end - begin)) return;
+    copy_ = out;
+    begin_ = begin;
+    end_ = end;
+  }
+  std::size_t size() const { return whole_.size(); }
+  // Bytes [from, to): from the copy when they lie in it.
+  std::string_view view(std::size_t from, std::size_t to) const {
+    if (copy_ != nullptr && from >= begin_ && to <= end_) return {copy_ + (from - begin_), to - from};
+    return whole_.substr(from, to - from);
+  }
+  // The first line start at or after `from` (after a '\n', or the start); size() if there is none.
+  std::size_t line_start_from(std::size_t from) const {
+    if (from >= whole_.size()) return whole_.size();
+    if (from == 0 || at(from - 1) == '\n') return from;
+    std::size_t scan_from = from;
+    if (copy_ != nullptr && from >= begin_ && from < end_) {
+      const void* nl = std::memchr(copy_ + (from - begin_), '\n', end_ - from);
+      if (nl != nullptr) return begin_ + static_cast<std::size_t>(static_cast<const char*>(nl) - copy_) + 1;
+      scan_from = end_;
+    }
+    return faultline::line_start_from(whole_, scan_from);
+  }
+
+ private:
+  char at(std::size_t i) const {
+    return copy_ != nullptr && i >= begin_ && i < end_ ? copy_[i - begin_] : whole_[i];
+  }
+  std::string_view whole_;
+  const char* copy_ = nullptr;
+  std::size_t begin_ = 0, end_ = 0;
+};
+
 struct Part {
   std::size_t input = 0;
   std::size_t begin = 0;  // a line start, where the part is decoded from
@@ -58,6 +127,7 @@ struct PartResult {
   std::size_t end = 0;        // where its last batch ends
   std::uint64_t lines = 0;    // physical lines in [begin, end)
   std::vector<MatchedBatch> batches;
+  PartBuffer buffer;          // the copy its batches refer to
 };
 
 // Decodes and matches parts on one thread.
@@ -66,21 +136,27 @@ class PartMatcher {
   PartMatcher(std::shared_ptr<const CompiledRules> rules, std::size_t batch_bytes)
       : scanner_(std::move(rules)), batch_bytes_(batch_bytes) {}
 
-  PartResult run(const WholeInput& in, const DecodeOptions& options, std::size_t begin, std::size_t stop) {
-    const std::string_view bytes = in.bytes;
+  // `buffer`: where the part's copy goes (when the input can be copied); the result takes it along.
+  PartResult run(const WholeInput& in, const DecodeOptions& options, std::size_t begin, std::size_t stop,
+                 PartBuffer buffer) {
+    PartBytes bytes(in.bytes);
+    // The copy reaches a little past `stop`, where the part's last batch ends unless a line is left open there. An
+    // input that is one part (its format undecided) is read where it is: it may be any size.
+    if (stop - begin <= batch_bytes_ * kBatchesPerPart)
+      bytes.copy_in(in, begin, stop + std::max<std::size_t>(batch_bytes_ / 4, 4096), buffer);
     PartResult r;
     r.begin = begin;
     Decoder decoder(in.stream, options);
     decoder.resume_at(begin, 1);
     std::size_t pos = begin;
     while (pos < bytes.size() && pos < stop) {
-      MatchedBatch m;
-      std::size_t end = line_start_from(bytes, (pos / batch_bytes_ + 1) * batch_bytes_);
-      decoder.feed(bytes.substr(pos, end - pos), in.read_time, m.batch, /*in_place=*/true);
+      MatchedBatch m = buffer.take_batch();
+      std::size_t end = bytes.line_start_from((pos / batch_bytes_ + 1) * batch_bytes_);
+      decoder.feed(bytes.view(pos, end), in.read_time, m.batch, /*in_place=*/true);
       // A line left open (continued by the next) goes on into this batch, line by line, until nothing is open.
       while (end < bytes.size() && decoder.has_partial()) {
-        const std::size_t next = line_start_from(bytes, end + 1);
-        decoder.feed(bytes.substr(end, next - end), in.read_time, m.batch, /*in_place=*/true);
+        const std::size_t next = bytes.line_start_from(end + 1);
+        decoder.feed(bytes.view(end, next), in.read_time, m.batch, /*in_place=*/true);
         end = next;
       }
       if (end >= bytes.size()) decoder.flush(in.read_time, m.batch);  // a last line without its newline
@@ -91,6 +167,7 @@ class PartMatcher {
     }
     r.end = pos;
     r.lines = decoder.committed_line() - 1;
+    r.buffer = std::move(buffer);
     return r;
   }
 
@@ -132,26 +209,36 @@ void Replay::feed_whole(const std::vector<WholeInput>& inputs, unsigned threads)
     std::size_t next = 0;      // the next part to take
     std::size_t consumed = 0;  // parts correlated
     std::vector<std::optional<PartResult>> results;
+    std::vector<PartBuffer> buffers;  // copies of parts already correlated, for the next parts
     std::exception_ptr error;
     bool stopping = false;
   } shared;
+  // A buffer for the next part (the lock held).
+  const auto take_buffer = [&] {
+    if (shared.buffers.empty()) return PartBuffer{};
+    PartBuffer b = std::move(shared.buffers.back());
+    shared.buffers.pop_back();
+    return b;
+  };
   shared.results.resize(parts.size());
   // Parts taken ahead of the one being correlated: bounds the memory held by matched batches.
   const std::size_t window = 2 * static_cast<std::size_t>(threads) + 2;
   const auto can_take = [&] { return shared.next < parts.size() && shared.next < shared.consumed + window; };
-  const auto run_part = [&](PartMatcher& matcher, std::size_t k) {
+  const auto run_part = [&](PartMatcher& matcher, std::size_t k, PartBuffer buffer) {
     const Part& p = parts[k];
-    return matcher.run(inputs[p.input], p.first ? first_options[p.input] : later_options[p.input], p.begin, p.stop);
+    return matcher.run(inputs[p.input], p.first ? first_options[p.input] : later_options[p.input], p.begin, p.stop,
+                       std::move(buffer));
   };
   // Takes one part if one may be taken (the lock held on entry and on return); false if none.
   const auto work_once = [&](PartMatcher& matcher, std::unique_lock<std::mutex>& lock) {
     if (shared.stopping || shared.error || !can_take()) return false;
     const std::size_t k = shared.next++;
+    PartBuffer buffer = take_buffer();
     lock.unlock();
     std::optional<PartResult> result;
     std::exception_ptr error;
     try {
-      result = run_part(matcher, k);
+      result = run_part(matcher, k, std::move(buffer));
     } catch (...) {
       error = std::current_exception();
     }
@@ -209,7 +296,10 @@ void Replay::feed_whole(const std::vector<WholeInput>& inputs, unsigned threads)
         lines = 0;
       }
       // The part before ran on past this one's start (a line open there): this one begins where that one ended.
-      if (r.begin != expected) r = own.run(in, p.first ? first_options[p.input] : later_options[p.input], expected, p.stop);
+      if (r.begin != expected) {
+        r = own.run(in, p.first ? first_options[p.input] : later_options[p.input], expected, p.stop,
+                    std::move(r.buffer));
+      }
       for (auto& m : r.batches) {
         m.lines_before = lines;
         pipeline_.correlate(m);
@@ -217,6 +307,20 @@ void Replay::feed_whole(const std::vector<WholeInput>& inputs, unsigned threads)
       if (in.done && r.end > expected) in.done(expected, r.end);
       expected = r.end;
       lines += r.lines;
+      // Nothing refers to the copy any more: it and the batches go back for the next parts.
+      for (auto& m : r.batches) {
+        m.batch.reset();
+        m.hits.clear();
+        m.anchors.clear();
+        m.bytes = 0;
+        m.lines_before = 0;
+        r.buffer.spare.push_back(std::move(m));
+      }
+      r.batches.clear();
+      {
+        std::lock_guard<std::mutex> lock(shared.mutex);
+        shared.buffers.push_back(std::move(r.buffer));
+      }
     }
   } catch (...) {
     stop_workers();

@@ -99,6 +99,9 @@ class RecordBatch {
   // Empties the batch. Each stream's latest time is kept: a deferred record of a later batch that prints no time
   // inherits it.
   void clear();
+  // Empties the batch as if it were new (no stream's time or context kept), keeping its capacity: a batch used again
+  // for other input.
+  void reset();
   // A stream's deferred records are read with this context (a Decoder sets it).
   void set_time_context(std::uint32_t stream, const TimeContext& context);
   // The stream starts over (a new instance): no time is inherited from before.

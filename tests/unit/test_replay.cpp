@@ -2,6 +2,9 @@
 // first emission.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -213,6 +216,59 @@ TEST_CASE("feed_whole: CRI lines continued over a part's start are joined as in 
     INFO("batch " << batch);
     CHECK(replay_json(text, 3, batch, ContainerFormat::auto_detect) == replay_json(text, 1, batch, ContainerFormat::auto_detect));
   }
+}
+
+TEST_CASE("feed_whole: parts decoded from copies of their bytes give the same revisions, and a failed copy or a "
+          "line past a copy is read where it is",
+          "[replay][parallel]") {
+  // Lines longer than a part's copy reaches past the part (a quarter batch, at least 4 KiB) now and then.
+  std::string text;
+  int n = 0;
+  for (const auto& l : spanning_lines(5000)) {
+    text += l;
+    if (++n % 211 == 0) text += " " + std::string(9000, 'y');
+    text += "\n";
+  }
+  const auto run = [&](unsigned threads, const std::function<bool(std::size_t, char*, std::size_t)>& copy) {
+    std::vector<std::string> out;
+    ReplayOptions options;
+    options.start = at(0);
+    options.pipeline.batch_bytes = 4096;
+    options.on_incident = [&](const Incident& i) { out.push_back(to_json(i)); };
+    Replay replay(compile_yaml(kSpanning), std::move(options));
+    const auto s = replay.add_stream(named("pod"), raw());
+    WholeInput in{s, text, at(0)};
+    in.copy = copy;
+    replay.feed_whole({in}, threads);
+    replay.finish();
+    return out;
+  };
+  const auto one = run(1, nullptr);
+  REQUIRE(one.size() >= 10);
+  std::atomic<int> calls{0};
+  const auto truthful = [&](std::size_t offset, char* out, std::size_t size) {
+    ++calls;
+    std::memcpy(out, text.data() + offset, size);
+    return true;
+  };
+  for (unsigned threads : {1u, 3u}) {
+    INFO("threads " << threads);
+    CHECK(run(threads, truthful) == one);
+    // Every third copy fails: those parts are read where they are.
+    std::atomic<int> k{0};
+    CHECK(run(threads, [&](std::size_t offset, char* out, std::size_t size) {
+            return ++k % 3 != 0 && truthful(offset, out, size);
+          }) == one);
+  }
+  CHECK(calls > 20);
+  // What is decoded is the copy: a copy that says something else gives other incidents.
+  const auto other = run(2, [&](std::size_t offset, char* out, std::size_t size) {
+    std::string piece = text.substr(offset, size);
+    for (std::size_t at = piece.find("boom"); at != std::string::npos; at = piece.find("boom", at)) piece[at] = 'd';
+    std::memcpy(out, piece.data(), size);
+    return true;
+  });
+  CHECK(other.size() < one.size());
 }
 
 TEST_CASE("feed_whole: an empty input and several inputs in order", "[replay][parallel]") {
