@@ -2,8 +2,10 @@
 #include "faultline/durable_file.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -75,10 +77,16 @@ Result<void> write_file_atomic(const std::string& path, std::string_view data, u
 Result<std::string> read_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Error::from_errno("cannot open", path);
+  // Read straight into the string, sized once from the file's size (growing it as it fills would copy it again
+  // and again); a file that grows meanwhile is read on to its end.
   std::string out;
-  char buf[65536];
+  struct stat st {};
+  std::size_t size = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? static_cast<std::size_t>(st.st_size) : 0;
+  out.resize(std::max<std::size_t>(size + 1, 4096));
+  std::size_t got = 0;
   for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (got == out.size()) out.resize(out.size() * 2);
+    ssize_t n = ::read(fd, out.data() + got, out.size() - got);
     if (n < 0) {
       if (errno == EINTR) continue;
       Error e = Error::from_errno("cannot read", path);
@@ -86,9 +94,10 @@ Result<std::string> read_file(const std::string& path) {
       return e;
     }
     if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
+    got += static_cast<std::size_t>(n);
   }
   ::close(fd);
+  out.resize(got);
   return out;
 }
 

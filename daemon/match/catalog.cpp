@@ -40,7 +40,7 @@ Catalog load_and_compile(const std::vector<std::string>& paths, const std::vecto
                          const std::string& cache_dir, CatalogPolicy policy) {
   const auto started = std::chrono::steady_clock::now();
   Catalog out;
-  const LoadOptions load{policy.tests, policy.content_hash};
+  const LoadOptions load{policy.tests, policy.content_hash, cache_dir};
   LoadResult loaded = paths.empty() ? load_rules({default_rules_dir()}, load) : load_rules(paths, load);
   out.diagnostics = std::move(loaded.diagnostics);
   const bool load_failed = out.errors() > 0;

@@ -11,7 +11,9 @@
 #include <map>
 #include <thread>
 
+#include "faultline/durable_file.hpp"
 #include "faultline/rules.hpp"
+#include "parsed_cache.hpp"
 #include "rule_reader.hpp"
 
 namespace faultline {
@@ -153,6 +155,7 @@ void RuleReader::test(const YAML::Node& node, Rule& rule) {
 namespace {
 
 namespace fs = std::filesystem;
+using rules_detail::FileRules;
 using rules_detail::RuleReader;
 
 void load_document(const YAML::Node& root, RuleReader& dec, RuleSet& out) {
@@ -226,12 +229,6 @@ void blank_leading_comments(std::string& text) {
   }
 }
 
-// One file's rules and the problems found in it, read apart from the other files (see load_rules).
-struct FileRules {
-  RuleSet rules;
-  std::vector<Diagnostic> diagnostics;
-};
-
 void parse_text(std::string_view text, const std::string& file, FileRules& out, bool hash) {
   RuleReader dec(file, out.diagnostics);
   dec.set_content_hash(hash);
@@ -275,9 +272,10 @@ FileRules read_rule_file(const std::string& file, const LoadOptions& options) {
   FileRules out;
   RuleReader reader(file, out.diagnostics);
   if (auto text = reader.read_file()) {
-    std::string body = options.tests ? std::move(*text) : without_tests(*text);
+    std::string body = options.tests ? *text : without_tests(*text);
     blank_leading_comments(body);
     parse_text(body, file, out, options.content_hash);
+    out.text = std::move(*text);
   }
   return out;
 }
@@ -366,7 +364,33 @@ LoadResult load_rules(const std::vector<std::string>& paths, const LoadOptions& 
     }
   }
   std::map<std::string, Position> ids;
-  auto read = read_rule_files(files, options);
+  std::vector<FileRules> read;
+  // Without tests (a command that only matches), the files' parsed rules may come from the cache: each file is read,
+  // and an entry for exactly these texts is used instead of parsing them.
+  std::vector<rules_detail::ParsedSource> sources;
+  if (!options.tests && !options.cache_dir.empty()) {
+    for (const auto& f : files) {
+      auto text = read_file(f);
+      if (!text) {  // unreadable: read as usual, which says why
+        sources.clear();
+        break;
+      }
+      sources.push_back({f, std::move(*text)});
+    }
+    if (sources.size() == files.size()) {
+      if (auto cached = rules_detail::load_parsed(options.cache_dir, sources, options.content_hash)) read = std::move(*cached);
+    }
+  }
+  if (read.empty() || read.size() != files.size()) {
+    read = read_rule_files(files, options);
+    // Kept when every file was read as it was just read, without an error.
+    bool keep = sources.size() == files.size() && !files.empty();
+    for (std::size_t i = 0; keep && i < read.size(); ++i) {
+      keep = read[i].text == sources[i].text && std::none_of(read[i].diagnostics.begin(), read[i].diagnostics.end(),
+                                                               [](const Diagnostic& d) { return d.kind == Diagnostic::Kind::error; });
+    }
+    if (keep) rules_detail::store_parsed(options.cache_dir, sources, options.content_hash, read);
+  }
   for (auto& loaded : read) add_rules(loaded, result, ids);
   if (result.rules.rules.empty() && result.ok() && !paths.empty()) {
     std::string named;

@@ -49,6 +49,8 @@ struct EventPattern {
   std::vector<std::string> captures;  // names of (?P<name>...) groups, in order
   std::vector<std::pair<std::string, FieldTransform>> normalise;  // field (captured or set) -> transform
   Position pos;                       // of the regex value
+
+  bool operator==(const EventPattern&) const = default;
 };
 
 // One step of a rule's sequence. Steps complete in order; an optional step is evidence and never blocks.
@@ -61,12 +63,16 @@ struct Step {
   std::vector<std::string> after;       // hits count only once these events were seen in the story
   std::optional<Duration> absent_for;   // absence: completes when none of `events` hits for this long
   Position pos;
+
+  bool operator==(const Step&) const = default;
 };
 
 // How far out of order two lines may arrive and still count as in order (stdout and stderr interleave).
 struct Tolerance {
   std::uint32_t lines = 0;
   Duration time{0};
+
+  bool operator==(const Tolerance&) const = default;
 };
 
 // Which state machine a hit belongs to. Default: the stream.
@@ -74,11 +80,15 @@ struct KeySpec {
   bool stream = true;                // the stream's logical identity
   bool node = false;                 // the node label (kernel log and pods on one host)
   std::vector<std::string> fields;   // captured fields, e.g. pid or rank
+
+  bool operator==(const KeySpec&) const = default;
 };
 
 struct Lifetime {
   Duration quiet = std::chrono::minutes(30);  // resolved after this long without a new hit
   std::vector<std::string> resolve_on;        // or when one of these events hits
+
+  bool operator==(const Lifetime&) const = default;
 };
 
 // Root-cause attribution: a cascade rule reports a consequence (engine dead, worker died). When a root-cause
@@ -87,6 +97,8 @@ struct Cascade {
   bool enabled = false;
   Duration window = std::chrono::minutes(2);  // how far back a root cause may lie
   Duration hold = std::chrono::seconds(10);   // how long to wait for a root cause printed after the consequence
+
+  bool operator==(const Cascade&) const = default;
 };
 
 // What a root cause may explain (`attribution:`); empty parts do not restrict. A GPU fault on a node, for instance,
@@ -98,6 +110,8 @@ struct AttributionSpec {
   // restrict: the form of the message that names no Xid).
   std::vector<std::pair<std::string, std::vector<std::string>>> when;
   std::vector<std::string> gpu;  // its fields that name the GPU (PCI bus id, UUID): another GPU is not explained
+
+  bool operator==(const AttributionSpec&) const = default;
 };
 
 struct ExpectedIncident {
@@ -109,11 +123,15 @@ struct ExpectedIncident {
   std::optional<std::uint32_t> min_evidence;
   std::optional<std::string> caused_by;  // rule id of the root cause; "" means none
   Position pos;
+
+  bool operator==(const ExpectedIncident&) const = default;
 };
 
 struct TestLine {
   std::string text;
   Duration after{0};  // virtual time that passes before this line is read
+
+  bool operator==(const TestLine&) const = default;
 };
 
 // A rule test: `faultline test` scans these lines (or a fixture file) with a virtual clock and compares incidents.
@@ -126,6 +144,8 @@ struct RuleTest {
   Duration advance{0};             // virtual time that passes after the last line
   std::vector<ExpectedIncident> expect;  // empty: the rule must raise nothing
   Position pos;
+
+  bool operator==(const RuleTest&) const = default;
 };
 
 struct Rule {
@@ -160,6 +180,8 @@ struct Rule {
   // Builds the by-name index the two lookups above use (the loader does, once per rule). A lookup checks the event
   // the index names and scans `events` when it is not there, so a rule changed after indexing stays correct.
   void index_events();
+
+  bool operator==(const Rule&) const = default;  // every field, the index of events too
 
  private:
   std::vector<std::pair<std::string, std::uint32_t>> events_by_name_;  // sorted by name
@@ -196,6 +218,9 @@ struct LoadOptions {
   // false: Rule::content_hash is left empty. It is what checkpoints and rule reloads compare; a one-off reader that
   // does neither (scan) need not pay for it (a YAML dump of every rule, about half the start-up).
   bool content_hash = true;
+  // Where parsed rule files are kept (empty: nowhere): with `tests` false, files read before with the same bytes are
+  // not parsed again (rules/parsed_cache.hpp).
+  std::string cache_dir;
 };
 LoadResult load_rules(const std::vector<std::string>& paths, const LoadOptions& options);
 LoadResult load_rules_from_string(std::string_view yaml, std::string_view file_name);

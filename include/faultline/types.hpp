@@ -33,6 +33,7 @@ struct Position {
   std::uint32_t column = 0;
 
   std::string str() const;  // "file:line:column"
+  bool operator==(const Position&) const = default;
 };
 
 // A problem with user input (a rule file, the config, a command-line value), shown to people with its position.
@@ -46,6 +47,7 @@ struct Diagnostic {
   bool unreadable = false;
 
   std::string str() const;  // "file:line:column: error: message"; "error: message" when there is no file
+  bool operator==(const Diagnostic&) const = default;
 };
 
 // Named values captured from log lines (and static values set by rules), in insertion order.

@@ -482,3 +482,111 @@ TEST_CASE("loading without tests: a list at the key's indentation, keys after th
   REQUIRE(with.diagnostics.size() == without.diagnostics.size());
   for (std::size_t i = 0; i < with.diagnostics.size(); ++i) CHECK(with.diagnostics[i].str() == without.diagnostics[i].str());
 }
+
+// ---- the parsed-rules cache (LoadOptions::cache_dir) ------------------------------------------------------------
+
+namespace {
+
+std::vector<std::filesystem::path> cache_entries(const std::string& dir) {
+  std::vector<std::filesystem::path> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().filename().string().rfind("parsed-", 0) == 0) out.push_back(e.path());
+  }
+  return out;
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+TEST_CASE("parsed rule files from the cache are the rules parsing gives, field for field", "[rules][cache]") {
+  const std::string cache = std::filesystem::temp_directory_path() / ("faultline-parsed-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(cache);
+  for (const bool hash : {true, false}) {
+    INFO("content hash " << hash);
+    const auto parsed = load_rules({FAULTLINE_SOURCE_RULES_DIR}, LoadOptions{false, hash});
+    REQUIRE(parsed.ok());
+    const auto first = load_rules({FAULTLINE_SOURCE_RULES_DIR}, LoadOptions{false, hash, cache});
+    const auto second = load_rules({FAULTLINE_SOURCE_RULES_DIR}, LoadOptions{false, hash, cache});
+    REQUIRE(second.ok());
+    REQUIRE(second.rules.rules.size() == parsed.rules.rules.size());
+    for (std::size_t i = 0; i < parsed.rules.rules.size(); ++i) {
+      INFO(parsed.rules.rules[i].id);
+      CHECK(first.rules.rules[i] == parsed.rules.rules[i]);
+      CHECK(second.rules.rules[i] == parsed.rules.rules[i]);
+    }
+    CHECK(second.diagnostics == parsed.diagnostics);
+    CHECK(second.rules.find(parsed.rules.rules.back().id) != nullptr);  // indexed
+  }
+  // One entry per set of options; with tests nothing is kept.
+  CHECK(cache_entries(cache).size() == 2);
+  (void)load_rules({FAULTLINE_SOURCE_RULES_DIR}, LoadOptions{true, true, cache});
+  CHECK(cache_entries(cache).size() == 2);
+  std::filesystem::remove_all(cache);
+}
+
+TEST_CASE("the parsed-rules cache: what it holds is used, a changed file is parsed again, a damaged entry is a miss",
+          "[rules][cache]") {
+  const std::string base = std::filesystem::temp_directory_path() / ("faultline-parsed-b-" + std::to_string(::getpid()));
+  const std::string dir = base + "/rules", cache = base + "/cache";
+  std::filesystem::remove_all(base);
+  std::filesystem::create_directories(dir);
+  const auto write_rule = [&](const std::string& title) {
+    std::ofstream(dir + "/r.yaml") << "id: cached-rule\ntitle: " << title << "\nseverity: critical\npriority: 7\n"
+                                   << "events:\n  boom: {regex: 'Boom (?P<code>[0-9]+)', level: [error, critical], "
+                                   << "caseless: true, set: {kind: boom}, normalise: {code: sm_arch}}\n"
+                                   << "  calm: 'all calm'\n"
+                                   << "sequence:\n  - {event: boom, count: 2, within: 5s, severity: warning}\n"
+                                   << "  - {absent: [calm], for: 1m, after: [boom]}\n"
+                                   << "key: [node, 'field:code']\nreset_on: [calm]\n"
+                                   << "tolerance: {lines: 9, time: 3s}\nlifetime: {quiet: 2h, resolve_on: [calm]}\n"
+                                   << "cascade: {window: 1m, hold: 4s}\n"
+                                   << "attribution: {explains: [x], when: {code: ['1', '2']}, gpu: [code]}\n"
+                                   << "labels: {team: gpu}\nreferences: ['https://example.com']\ncontext_lines: 3\n"
+                                   << "summary: >\n  s {code}\nremediation: >\n  r\n";
+  };
+  write_rule("first title");
+  const LoadOptions cached{false, true, cache};
+  const auto parsed = load_rules({dir}, LoadOptions{false, true});
+  for (const auto& d : parsed.diagnostics) UNSCOPED_INFO(d.str());
+  REQUIRE(parsed.ok());
+  REQUIRE(load_rules({dir}, cached).rules.rules.at(0) == parsed.rules.rules.at(0));
+  const auto entries = cache_entries(cache);
+  REQUIRE(entries.size() == 1);
+  const auto again = load_rules({dir}, cached);
+  REQUIRE(again.rules.rules.size() == 1);
+  CHECK(again.rules.rules[0] == parsed.rules.rules[0]);
+  CHECK(again.rules.rules[0].sequence.at(1).absent_for == std::chrono::minutes(1));
+
+  // The entry is what is read: a title changed inside it (same length) shows.
+  std::string bytes = slurp(entries[0]);
+  const std::size_t at = bytes.rfind("first title");
+  REQUIRE(at != std::string::npos);
+  bytes.replace(at, 11, "other title");
+  std::ofstream(entries[0], std::ios::binary | std::ios::trunc) << bytes;
+  CHECK(load_rules({dir}, cached).rules.rules.at(0).title == "other title");
+
+  // Every shorter entry (cut anywhere) is a miss: the file is parsed again.
+  for (std::size_t cut = 0; cut < bytes.size(); cut += 1 + cut / 8) {
+    std::ofstream(entries[0], std::ios::binary | std::ios::trunc) << bytes.substr(0, cut);
+    const auto read = load_rules({dir}, cached);
+    REQUIRE(read.rules.rules.size() == 1);
+    REQUIRE(read.rules.rules[0] == parsed.rules.rules[0]);
+  }
+
+  // A changed file is parsed again, not taken from the entry of its old text.
+  write_rule("second title");
+  CHECK(load_rules({dir}, cached).rules.rules.at(0).title == "second title");
+  CHECK(cache_entries(cache).size() == 2);
+  // A file with an error is reported as ever, and not kept.
+  std::ofstream(dir + "/broken.yaml") << "id: broken\ntitle: t\nseverity: bogus\nevents: {e: x}\n";
+  const auto broken = load_rules({dir}, cached);
+  CHECK_FALSE(broken.ok());
+  CHECK(load_rules({dir}, cached).diagnostics == broken.diagnostics);
+  CHECK(cache_entries(cache).size() == 2);
+  std::filesystem::remove_all(base);
+}
