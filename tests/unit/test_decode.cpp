@@ -187,6 +187,51 @@ TEST_CASE("feeding byte by byte or in random chunks gives exactly the same recor
   }
 }
 
+TEST_CASE("in place, plain lines taken many at a time give the records that copying them gives", "[decode]") {
+  // Raw text with every byte the fast path must leave to the line-by-line path somewhere: CR, CRLF, ESC codes,
+  // caret codes ("^[[31m", "^M"), blank and white-space lines, NUL and high bytes, lines near and over max_line, and
+  // runs of plain lines of every length across 64-byte blocks.
+  std::mt19937 rng(20261202);
+  std::string text;
+  const std::string odd[] = {"\r", "\x1b[31m", "^[[0m", "^M", "^Mixtral", "   ", "\t", std::string("\0", 1), "\xc3\xa9",
+                             "\xff"};
+  for (int i = 0; i < 6000; ++i) {
+    std::uniform_int_distribution<int> len(0, i % 50 == 0 ? 300 : 130);
+    std::string line;
+    const int n = len(rng);
+    for (int k = 0; k < n; ++k) line.push_back(static_cast<char>('a' + (k * 7 + i) % 26));
+    if (i % 17 == 3) line.insert(line.size() / 2, odd[(i / 17) % 10]);
+    if (i % 31 == 0) line += "\r";
+    text += line + "\n";
+    if (i % 97 == 5) text += "\n\n";
+  }
+  text += "a last line without its newline";
+  for (std::size_t max_line : {std::size_t{64 * 1024}, std::size_t{100}, std::size_t{63}, std::size_t{64}}) {
+    INFO("max_line " << max_line);
+    const auto o = options(ContainerFormat::raw, max_line);
+    DecodeStats copied_stats;
+    const auto copied = decode(text, o, &copied_stats);
+    for (std::size_t piece : {std::size_t{1} << 20, std::size_t{4096}, std::size_t{333}, std::size_t{65}}) {
+      INFO("piece " << piece);
+      Decoder d(7, o);
+      RecordBatch b;
+      std::vector<Rec> in_place;
+      for (std::size_t at = 0; at < text.size(); at += piece) {
+        d.feed(std::string_view(text).substr(at, piece), kRead, b, /*in_place=*/true);
+        collect(b, in_place);
+        b.clear();
+      }
+      d.flush(kRead, b);
+      collect(b, in_place);
+      REQUIRE(in_place.size() == copied.size());
+      for (std::size_t i = 0; i < copied.size(); ++i) REQUIRE(in_place[i] == copied[i]);
+      CHECK(d.stats().lines == copied_stats.lines);
+      CHECK(d.stats().truncated == copied_stats.truncated);
+      CHECK(d.committed_offset() == text.size());
+    }
+  }
+}
+
 TEST_CASE("lines longer than max_line_bytes are cut, flagged and counted", "[decode]") {
   DecodeStats st;
   const std::string long_line(250, 'x');
