@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""`scan`'s per-user cache of the compiled rule database: $XDG_CACHE_HOME/faultline (else ~/.cache/faultline) by
+"""`scan`'s per-user cache of the compiled rule database and the parsed rule files: $XDG_CACHE_HOME/faultline (else ~/.cache/faultline) by
 default, `--no-cache` to use none. A hit reads the database and writes nothing; rules that change compile under a
-new key (the old entry is never loaded for them); a corrupt entry is compiled again and replaced; writers racing on
-an empty cache leave one whole entry and no temporary file; a cache that cannot be written is a warning, and the
+new key (the old entry is never loaded for them); a corrupt entry is compiled (or parsed) again and replaced; writers racing on
+an empty cache leave one whole entry of each and no temporary file; a cache that cannot be written is a warning, and the
 scan goes on."""
 import os
 import subprocess
@@ -37,6 +37,11 @@ def test(work):
     def entries(d):
         return sorted(f for f in os.listdir(d)) if os.path.isdir(d) else []
 
+    def kinds(names):
+        # A rule set's entries: its compiled database and its parsed rule files.
+        return sorted("db" if n.endswith(".hsdb") else "parsed" if n.startswith("parsed-") and n.endswith(".bin")
+                      else n for n in names)
+
     # Miss, then hit: XDG_CACHE_HOME first.
     xdg = os.path.join(work.path, "xdg")
     env = dict(env0, XDG_CACHE_HOME=xdg, HOME=os.path.join(work.path, "home"))
@@ -44,19 +49,22 @@ def test(work):
     tl.check(p.returncode == 1, "scan finds the incident (%d): %s" % (p.returncode, p.stderr))
     cache = os.path.join(xdg, "faultline")
     made = entries(cache)
-    tl.check(len(made) == 1 and made[0].endswith(".hsdb"), "a miss writes one entry under $XDG_CACHE_HOME: %s" % made)
-    entry = os.path.join(cache, made[0])
-    before = os.stat(entry).st_mtime_ns
+    tl.check(kinds(made) == ["db", "parsed"],
+             "a miss writes the database and the parsed rules under $XDG_CACHE_HOME: %s" % made)
+    entry = os.path.join(cache, [n for n in made if n.endswith(".hsdb")][0])
+    parsed = os.path.join(cache, [n for n in made if n.startswith("parsed-")][0])
+    before = {n: os.stat(os.path.join(cache, n)).st_mtime_ns for n in made}
     p = scan(env)
-    tl.check(p.returncode == 1 and entries(cache) == made and os.stat(entry).st_mtime_ns == before,
-             "a hit reads the entry and writes nothing")
+    tl.check(p.returncode == 1 and entries(cache) == made and
+             all(os.stat(os.path.join(cache, n)).st_mtime_ns == t for n, t in before.items()),
+             "a hit reads the entries and writes nothing")
     tl.check(not os.path.exists(os.path.join(work.path, "home")), "with XDG_CACHE_HOME set, ~/.cache is not used")
 
     # ~/.cache/faultline without XDG_CACHE_HOME; nothing with --no-cache.
     home = os.path.join(work.path, "home2")
     p = scan(dict(env0, HOME=home))
-    tl.check(p.returncode == 1 and len(entries(os.path.join(home, ".cache", "faultline"))) == 1,
-             "without XDG_CACHE_HOME the entry is under ~/.cache/faultline")
+    tl.check(p.returncode == 1 and kinds(entries(os.path.join(home, ".cache", "faultline"))) == ["db", "parsed"],
+             "without XDG_CACHE_HOME the entries are under ~/.cache/faultline")
     home3 = os.path.join(work.path, "home3")
     p = scan(dict(env0, HOME=home3), "--no-cache")
     tl.check(p.returncode == 1 and not os.path.exists(home3), "--no-cache reads and writes no cache")
@@ -65,7 +73,8 @@ def test(work):
     changed = work.file("r2.yaml", RULE % ("BOOM two", "BOOM two"))
     p = scan(env, rules_path=changed)
     tl.check(p.returncode == 0, "changed rules are compiled afresh, not read from the old entry (%d)" % p.returncode)
-    tl.check(len(entries(cache)) == 2 and made[0] in entries(cache), "they get an entry of their own: %s" % entries(cache))
+    tl.check(len(entries(cache)) == 4 and set(made) <= set(entries(cache)),
+             "they get entries of their own: %s" % entries(cache))
 
     # A corrupt entry: a warning, compiled again, the entry replaced by a whole one.
     with open(entry, "wb") as f:
@@ -77,6 +86,15 @@ def test(work):
     tl.check(os.path.getsize(entry) > 1000, "the corrupt entry is replaced (%d bytes)" % os.path.getsize(entry))
     p = scan(env)
     tl.check(p.returncode == 1 and "unusable" not in p.stderr, "the replaced entry loads")
+    # A damaged parsed-rules entry is a miss: the files are parsed again and the entry replaced.
+    size = os.path.getsize(parsed)
+    with open(parsed, "r+b") as f:
+        f.truncate(size // 2)
+    p = scan(env)
+    tl.check(p.returncode == 1 and "error" not in p.stderr, "a cut parsed-rules entry is parsed again: %s"
+             % p.stderr.strip()[-300:])
+    tl.check(os.path.getsize(parsed) == size, "and replaced by a whole one (%d of %d bytes)"
+             % (os.path.getsize(parsed), size))
 
     # Writers racing on an empty cache: every scan succeeds, one whole entry, no temporary file left.
     race = os.path.join(work.path, "race")
@@ -89,7 +107,7 @@ def test(work):
     tl.check(all(rc == 1 for rc, _ in results), "8 concurrent scans all find the incident: %s" % [r for r, _ in results])
     tl.check(not any("unusable" in e for _, e in results), "no scan read a half-written entry")
     got = entries(os.path.join(race, "faultline"))
-    tl.check(len(got) == 1 and got[0].endswith(".hsdb"), "one entry and no temporary file after the race: %s" % got)
+    tl.check(kinds(got) == ["db", "parsed"], "one entry of each and no temporary file after the race: %s" % got)
     p = scan(renv)
     tl.check(p.returncode == 1 and "unusable" not in p.stderr, "the raced entry loads")
 
