@@ -112,8 +112,7 @@ std::size_t find_special(const char* p, std::size_t n) {
 // Plain lines from `from` on: lines that end in '\n' before `n`, hold no CR, ESC or '^' and are at most `max_line`
 // bytes. The position of each one's '\n' goes into ends[0, count), at most `cap` of them; the count is returned. It
 // stops before the first line that is not plain (feed_raw takes that one). Newlines and the other bytes are found 64
-// at a time, each byte looked at once: a lookup of each byte's low nibble (pshufb) tells CR, ESC and '^' apart from
-// everything else, since their low nibbles (D, B, E) differ.
+// at a time, each byte looked at once.
 #if defined(__x86_64__) && defined(__GNUC__)
 // CR, ESC and '^' are told from every other byte by a lookup of the byte's low nibble (their low nibbles, D, B and E,
 // differ): the table holds each at its nibble and, everywhere else, a byte whose low nibble is not its index (so it
