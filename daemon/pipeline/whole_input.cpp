@@ -80,8 +80,9 @@ struct PartBuffer {
       constexpr std::size_t kHuge = std::size_t{2} << 20;
       constexpr std::size_t kPage = 4096;
       const std::size_t size = (n + kPage - 1) / kPage * kPage;
-      data.reset(static_cast<char*>(std::aligned_alloc(kHuge, size)));
-      if (!data) throw std::bad_alloc();
+      void* p = nullptr;
+      if (::posix_memalign(&p, kHuge, size) != 0) throw std::bad_alloc();  // (aligned_alloc wants whole multiples)
+      data.reset(static_cast<char*>(p));
 #if defined(MADV_HUGEPAGE)
       ::madvise(data.get(), size, MADV_HUGEPAGE);
 #endif
