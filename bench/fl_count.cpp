@@ -4,7 +4,7 @@
 // Replay) over a file held in memory:
 //
 //   fl_count [--rules PATH]... [--levels] [--format auto|raw|cri|docker] [--export FILE] [--counts]
-//            [--hits FILE] [--stages decode,scan,pipeline] [--reps N] [--cache DIR] [--json] FILE
+//            [--hits FILE] [--stages decode,scan,pipeline,feed] [--reps N] [--cache DIR] [--json] FILE
 //
 // Counts: for every expression (every event of every rule, in rule order then event order -- the order
 // compile_rules gives them), the number of distinct *physical* lines of FILE holding at least one hit, and the
@@ -20,8 +20,11 @@
 //             refer to the input in place; time and level are left to whoever looks at a record (so this stage
 //             reads none; the scanner and the correlator look at the lines that hit)
 //   scan      decode + Scanner::scan per 256 KiB batch (Hyperscan + level filter + RE2 confirm/capture)
-//   pipeline  the whole Pipeline (decode + scan + correlate) through a Replay, as `faultline scan` drives it;
+//   pipeline  the whole Pipeline (decode + scan + correlate) through a Replay, as `faultline scan -j 1` drives it
+//             (Replay::feed_whole over the file's bytes: batches cut where the bytes say, parts decoded in place);
 //             incidents counted, no output
+//   feed      the same Pipeline fed as the daemon feeds a tailed file: Replay::feed with each 1 MiB read, the batch
+//             filled across reads (what is left of it copied at the end of each)
 // The counts come from the first `scan` repetition.
 #include <time.h>
 
@@ -135,12 +138,12 @@ int main(int argc, char** argv) {
       std::stringstream ss(need());
       std::string s;
       while (std::getline(ss, s, ',')) {
-        if (s != "decode" && s != "scan" && s != "pipeline") die("unknown stage " + s);
+        if (s != "decode" && s != "scan" && s != "pipeline" && s != "feed") die("unknown stage " + s);
         stages.push_back(s);
       }
     } else if (a == "-h" || a == "--help") {
       std::cout << "usage: fl_count [--rules PATH]... [--levels] [--format F] [--export FILE] [--counts] "
-                   "[--hits FILE] [--stages decode,scan,pipeline] [--reps N] [--cache DIR] [--json] [FILE]\n";
+                   "[--hits FILE] [--stages decode,scan,pipeline,feed] [--reps N] [--cache DIR] [--json] [FILE]\n";
       return 0;
     } else if (a.size() > 1 && a[0] == '-') {
       die("unknown option " + a);
@@ -198,7 +201,7 @@ int main(int argc, char** argv) {
   for (int rep = 0; rep < reps; ++rep) {
     for (const auto& stage : stages) {
       double w0 = wall(), t0 = thread_cpu();
-      if (stage == "pipeline") {
+      if (stage == "pipeline" || stage == "feed") {
         std::uint64_t n = 0;
         ReplayOptions options;
         options.start = read_time;
@@ -207,7 +210,13 @@ int main(int argc, char** argv) {
         StreamIdentity id;
         id.name = id.logical = id.instance = input;
         auto s = replay.add_stream(id, decode);
-        for (std::size_t off = 0; off < data.size(); off += kChunk) replay.feed(s, std::string_view(data).substr(off, kChunk));
+        if (stage == "pipeline") {
+          replay.feed_whole({WholeInput{s, data, read_time, {}, {}}}, 1);
+        } else {
+          for (std::size_t off = 0; off < data.size(); off += kChunk)
+            replay.feed(s, std::string_view(data).substr(off, kChunk));
+          replay.end_stream(s);
+        }
         replay.finish();
         incidents = n;
       } else {
@@ -299,7 +308,8 @@ int main(int argc, char** argv) {
     double w = t.median(t.wall), c = t.median(t.cpu);
     std::printf("stage %-8s wall %.3f s (%.0f MB/s)  cpu %.3f s (%.0f MB/s)\n", name.c_str(), w, mb / w, c, mb / c);
   }
-  if (std::find(stages.begin(), stages.end(), "pipeline") != stages.end())
+  if (std::find(stages.begin(), stages.end(), "pipeline") != stages.end() ||
+      std::find(stages.begin(), stages.end(), "feed") != stages.end())
     std::printf("incidents %llu\n", static_cast<unsigned long long>(incidents));
   std::printf("lines hit by any pattern: %llu\n", static_cast<unsigned long long>(union_lines));
   if (counts) {

@@ -51,6 +51,53 @@ void RecordBatch::append_in_place(RecordMeta meta, std::string_view text) {
   records_.push_back(meta);
 }
 
+std::size_t RecordBatch::append_lines_in_place(const RecordMeta& meta, const char* run, const std::uint32_t* ends,
+                                               std::size_t count) {
+  const auto blank = [](const char* p, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r' && p[i] != '\v' && p[i] != '\f') return false;
+    }
+    return true;
+  };
+  std::size_t added = 0;
+  std::size_t start = 0;
+  std::size_t k = 0;
+  // The first line that is a record goes the usual way: it may join the span before it or begin one.
+  for (; k < count && added == 0; ++k) {
+    const std::size_t end = ends[k];
+    if (!blank(run + start, end - start)) {
+      RecordMeta m = meta;
+      m.line = meta.line + k;
+      m.offset = meta.offset + start;
+      append_in_place(m, std::string_view(run + start, end - start));
+      added = 1;
+    }
+    start = end + 1;
+  }
+  if (k >= count) return added;
+  // The rest lie right after it in memory: they grow its span, blank lines and all, up to the last record's '\n'.
+  Run& span = spans_.back();
+  const std::size_t at = span.offset + static_cast<std::size_t>(run - span.referred);  // batch offset of run[0]
+  std::size_t last_end = span.offset + span.size;
+  records_.reserve(records_.size() + (count - k));
+  for (; k < count; ++k) {
+    const std::size_t end = ends[k];
+    if (!blank(run + start, end - start)) {
+      RecordMeta& m = records_.emplace_back(meta);
+      m.line = meta.line + k;
+      m.offset = meta.offset + start;
+      m.text_begin = static_cast<std::uint32_t>(at + start);
+      m.text_size = static_cast<std::uint32_t>(end - start);
+      last_end = at + end + 1;
+      ++added;
+    }
+    start = end + 1;
+  }
+  span.size = last_end - span.offset;
+  bytes_ = last_end;
+  return added;
+}
+
 void RecordBatch::materialize() {
   // Referred spans are copied to the end of the batch's buffer (owned ones stay where they are), then spans that
   // now follow each other both in the batch and in the buffer are merged.

@@ -467,16 +467,18 @@ struct Decoder::Impl {
     const std::size_t n = std::min<std::size_t>(bytes.size(), std::numeric_limits<std::uint32_t>::max());
     for (;;) {
       const std::size_t count = find_plain_lines(bytes.data(), i, n, max_line, ends, kCap);
-      for (std::size_t k = 0; k < count; ++k) {
-        const std::size_t end = ends[k];
-        if (end > i) {
-          pos = base + i;
-          emit_clean(std::string_view(bytes.data() + i, end - i), line_no, pos, std::nullopt, false, out, true);
-        }
-        ++line_no;
-        i = end + 1;
-      }
       if (count > 0) {
+        // The lines as emit_clean() would make them, all at once: ends relative to the first line's start.
+        for (std::size_t k = 0; k < count; ++k) ends[k] -= static_cast<std::uint32_t>(i);
+        RecordMeta r;
+        r.stream = stream;
+        r.line = line_no;
+        r.offset = base + i;
+        r.time = read_time;
+        r.deferred = 1;
+        stats.lines += out.append_lines_in_place(r, bytes.data() + i, ends, count);
+        line_no += count;
+        i += ends[count - 1] + 1;
         pos = base + i;
         line_start = pos;
         committed = pos;

@@ -112,6 +112,11 @@ class RecordBatch {
   // Nothing is copied; when it continues the previous record in memory (only blank lines in between), it joins its
   // span.
   void append_in_place(RecordMeta meta, std::string_view text);
+  // Appends the lines of `run` as append_in_place() would, one record per line that is not blank: line k is
+  // [run + ends[k - 1] + 1, run + ends[k]) (line 0 starts at `run`), each end a '\n'. Each record is `meta` with
+  // line and offset moved on to that line (meta.line + k, meta.offset + its start). Returns the records appended.
+  std::size_t append_lines_in_place(const RecordMeta& meta, const char* run, const std::uint32_t* ends,
+                                    std::size_t count);
   // Copies every referred byte into the batch's own buffer (before the caller's bytes go away).
   void materialize();
   // A batch decoded apart from the ones before it (scan -j): its line numbers move on by `lines`, and it takes each

@@ -160,6 +160,75 @@ std::string mixed_log(bool cri) {
 }
 }  // namespace
 
+TEST_CASE("lines appended in place many at a time make the batch that appending them one by one makes", "[decode]") {
+  // Blank and white-space lines at the start, inside and at the end of a run, a run that continues the span before
+  // it, one that follows a copied record, and one of blank lines only.
+  const std::string src = "\n  \nalpha\nbeta\n\n\t \ngamma\n \n\ndelta\nepsilon\n\n \n";
+  std::vector<std::uint32_t> ends;
+  for (std::size_t i = 0; i < src.size(); ++i)
+    if (src[i] == '\n') ends.push_back(static_cast<std::uint32_t>(i));
+  const auto line_at = [&](std::size_t k) { return k == 0 ? std::size_t{0} : std::size_t{ends[k - 1]} + 1; };
+  // Lines [from, to) of src, both ways.
+  const auto by_one = [&](RecordBatch& b, std::size_t from, std::size_t to) {
+    for (std::size_t k = from; k < to; ++k) {
+      const std::string_view text(src.data() + line_at(k), ends[k] - line_at(k));
+      if (text.find_first_not_of(" \t") == std::string_view::npos) continue;
+      RecordMeta m;
+      m.stream = 2;
+      m.line = 10 + k;
+      m.offset = 100 + line_at(k);
+      m.deferred = 1;
+      b.append_in_place(m, text);
+    }
+  };
+  const auto by_run = [&](RecordBatch& b, std::size_t from, std::size_t to) {
+    std::vector<std::uint32_t> rel;
+    for (std::size_t k = from; k < to; ++k) rel.push_back(static_cast<std::uint32_t>(ends[k] - line_at(from)));
+    RecordMeta m;
+    m.stream = 2;
+    m.line = 10 + from;
+    m.offset = 100 + line_at(from);
+    m.deferred = 1;
+    return b.append_lines_in_place(m, src.data() + line_at(from), rel.data(), rel.size());
+  };
+  const std::vector<std::vector<std::size_t>> cuts = {{0, ends.size()}, {0, 3, ends.size()}, {0, 1, 2, 6, 9, ends.size()},
+                                                      {0, 4, 5, ends.size()}, {12, ends.size()}};
+  for (const auto& cut : cuts) {
+    for (bool copied_first : {false, true}) {
+      INFO("cut at " << cut.size() << " places, a copied record first: " << copied_first);
+      RecordBatch one, run;
+      if (copied_first) {
+        RecordMeta m;
+        m.line = 1;
+        one.append(m, "copied");
+        run.append(m, "copied");
+      }
+      std::size_t added = 0;
+      for (std::size_t c = 0; c + 1 < cut.size(); ++c) {
+        by_one(one, cut[c], cut[c + 1]);
+        added += by_run(run, cut[c], cut[c + 1]);
+      }
+      REQUIRE(run.size() == one.size());
+      CHECK(added == one.size() - (copied_first ? 1 : 0));
+      CHECK(run.bytes() == one.bytes());
+      CHECK(run.span_count() == one.span_count());
+      CHECK(run.joined() == one.joined());
+      for (std::size_t i = 0; i < one.size(); ++i) {
+        const RecordMeta& a = one.records()[i];
+        const RecordMeta& r = run.records()[i];
+        CHECK(r.stream == a.stream);
+        CHECK(r.line == a.line);
+        CHECK(r.offset == a.offset);
+        CHECK(r.text_begin == a.text_begin);
+        CHECK(r.text_size == a.text_size);
+        CHECK(r.deferred == a.deferred);
+        CHECK(run.text(i) == one.text(i));
+      }
+      for (std::size_t pos = 0; pos <= one.bytes(); ++pos) CHECK(run.record_at(pos) == one.record_at(pos));
+    }
+  }
+}
+
 TEST_CASE("decoding in place, and looking at records out of order, gives the same records as copying", "[decode]") {
   for (const bool cri : {false, true}) {
     const std::string input = mixed_log(cri);
