@@ -4,7 +4,7 @@
 // Replay) over a file held in memory:
 //
 //   fl_count [--rules PATH]... [--levels] [--format auto|raw|cri|docker] [--export FILE] [--counts]
-//            [--hits FILE] [--stages decode,scan,pipeline,feed] [--reps N] [--cache DIR] [--json] FILE
+//            [--hits FILE] [--stages decode,scan,pipeline,feed] [--batch-bytes N] [--reps N] [--cache DIR] [--json] FILE
 //
 // Counts: for every expression (every event of every rule, in rule order then event order -- the order
 // compile_rules gives them), the number of distinct *physical* lines of FILE holding at least one hit, and the
@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
   bool keep_levels = false, counts = false, json = false;
   std::vector<std::string> stages = {"scan"};
   int reps = 1;
+  std::size_t batch_bytes = 0;  // --batch-bytes: the Pipeline's batch size (0: its default)
   DecodeOptions decode;
   decode.format = ContainerFormat::auto_detect;
   for (int i = 1; i < argc; ++i) {
@@ -131,6 +132,8 @@ int main(int argc, char** argv) {
       json = true;
     } else if (a == "--cache") {
       cache = need();
+    } else if (a == "--batch-bytes") {
+      batch_bytes = std::stoul(need());
     } else if (a == "--reps") {
       reps = std::max(1, std::stoi(need()));
     } else if (a == "--stages") {
@@ -205,6 +208,7 @@ int main(int argc, char** argv) {
         std::uint64_t n = 0;
         ReplayOptions options;
         options.start = read_time;
+        if (batch_bytes != 0) options.pipeline.batch_bytes = batch_bytes;
         options.on_incident = [&](const Incident&) { ++n; };
         Replay replay(compiled.rules, std::move(options));
         StreamIdentity id;

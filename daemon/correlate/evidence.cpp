@@ -72,12 +72,17 @@ std::string Streams::logical_of(std::uint32_t index) {
 
 void Streams::keep_last_lines(const RecordBatch& batch, const std::function<Time(const RecordMeta&)>& see) {
   std::vector<std::vector<std::size_t>> newest;  // per stream: record indexes, newest first
-  for (std::size_t i = batch.size(); i-- > 0;) {
+  // Walked from the end until every stream known has its last lines (one stream: kRingLines records, not the batch).
+  std::size_t full = 0;
+  for (std::size_t i = batch.size(); i-- > 0 && full < std::max(newest.size(), streams_.size());) {
     const RecordMeta& m = batch.records()[i];  // stream and line only: time and level may be deferred
     if (m.stream >= newest.size()) newest.resize(m.stream + 1);
     auto& v = newest[m.stream];
     if (v.empty()) (*this)[m.stream].last_line = std::max((*this)[m.stream].last_line, m.line);
-    if (v.size() < kRingLines) v.push_back(i);
+    if (v.size() < kRingLines) {
+      v.push_back(i);
+      if (v.size() == kRingLines) ++full;
+    }
   }
   for (std::size_t si = 0; si < newest.size(); ++si) {
     if (newest[si].empty()) continue;
