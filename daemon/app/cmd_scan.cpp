@@ -90,7 +90,8 @@ cli::Parser scan_parser(ScanFlags& f) {
   cli.option("--utc-offset", "Z", f.utc_offset, parse_utc_offset, "+HH:MM",
              "zone of times printed without one (default +00:00)");
   cli.option("--cache", "DIR", f.cache,
-             "keep the compiled rule database in DIR (default: $XDG_CACHE_HOME/faultline, else ~/.cache/faultline)");
+             "keep the compiled rule database and the parsed rule files in DIR (default: $XDG_CACHE_HOME/faultline, "
+             "else ~/.cache/faultline)");
   cli.flag("--no-cache", f.no_cache, "compile the rules every time; read and write no cache");
   cli.flag("--no-fingerprints", f.no_fingerprints,
            "typed incidents only: no story anchors in the database and no unclassified-failure incidents (as "
