@@ -105,7 +105,7 @@ def section_corpora(ctx: dict) -> dict:
                 wait_quiet(ctx["max_wait"])
                 r = {"hs": hs_scan(b, rs["progs"], path), "faultline": scan_run(b, rs["dir"], path, cache),
                      "faultline_all": scan_run(b, rs["dir"], path, cache, jobs=None)}
-                fc = Run([b["fl_count"], "--rules", rs["dir"], "--cache", cache, "--levels", "--stages", "pipeline",
+                fc = Run([b["fl_count"], "--rules", rs["dir"], "--cache", cache, "--levels", "--stages", "pipeline,feed",
                           "--json", path])
                 r["stages"] = json.loads(fc.out)
                 rounds.append(r)
