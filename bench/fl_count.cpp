@@ -146,7 +146,8 @@ int main(int argc, char** argv) {
       }
     } else if (a == "-h" || a == "--help") {
       std::cout << "usage: fl_count [--rules PATH]... [--levels] [--format F] [--export FILE] [--counts] "
-                   "[--hits FILE] [--stages decode,scan,pipeline,feed] [--reps N] [--cache DIR] [--json] [FILE]\n";
+                   "[--hits FILE] [--stages decode,scan,pipeline,feed] [--batch-bytes N] [--reps N] [--cache DIR] [--json] "
+                   "[FILE]\n";
       return 0;
     } else if (a.size() > 1 && a[0] == '-') {
       die("unknown option " + a);
