@@ -53,19 +53,15 @@ void RecordBatch::append_in_place(RecordMeta meta, std::string_view text) {
 
 std::size_t RecordBatch::append_lines_in_place(const RecordMeta& meta, const char* run, const std::uint32_t* ends,
                                                std::size_t count) {
-  const auto blank = [](const char* p, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) {
-      if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r' && p[i] != '\v' && p[i] != '\f') return false;
-    }
-    return true;
-  };
+  // A line is no record when it and its '\n' are a blank line (as the decoder drops white-space lines).
+  const auto blank = [run](std::size_t start, std::size_t end) { return blank_lines(run + start, run + end + 1); };
   std::size_t added = 0;
   std::size_t start = 0;
   std::size_t k = 0;
   // The first line that is a record goes the usual way: it may join the span before it or begin one.
   for (; k < count && added == 0; ++k) {
     const std::size_t end = ends[k];
-    if (!blank(run + start, end - start)) {
+    if (!blank(start, end)) {
       RecordMeta m = meta;
       m.line = meta.line + k;
       m.offset = meta.offset + start;
@@ -82,7 +78,7 @@ std::size_t RecordBatch::append_lines_in_place(const RecordMeta& meta, const cha
   records_.reserve(records_.size() + (count - k));
   for (; k < count; ++k) {
     const std::size_t end = ends[k];
-    if (!blank(run + start, end - start)) {
+    if (!blank(start, end)) {
       RecordMeta& m = records_.emplace_back(meta);
       m.line = meta.line + k;
       m.offset = meta.offset + start;
