@@ -3,6 +3,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <stdexcept>
+
+#include "faultline/json_integer.hpp"
 
 namespace faultline {
 
@@ -21,6 +24,14 @@ Fields fields_from(const json& j) {
   if (!j.is_object()) return out;
   for (auto it = j.begin(); it != j.end(); ++it) out.emplace_back(it.key(), it.value().get<std::string>());
   return out;
+}
+
+// The integer field `key` of `j` (`fallback` when absent). A float, a negative number or one out of T's range is an
+// error, never converted: converting 1e25 to an unsigned integer is undefined behaviour.
+template <class T>
+T integer_field(const json& j, const char* key, T fallback) {
+  if (auto v = json_integer_field<T>(j, key, fallback)) return *v;
+  throw std::runtime_error(std::string("\"") + key + "\" is not an integer in range: " + j.at(key).dump());
 }
 
 Time time_from(const json& j) {
@@ -118,7 +129,8 @@ std::optional<Incident> incident_from_json(std::string_view text, std::string* e
     json j = json::parse(text);
     Incident in;
     in.id = j.at("id").get<std::string>();
-    in.revision = j.at("revision").get<std::uint32_t>();
+    if (!j.contains("revision")) throw std::runtime_error("no \"revision\"");
+    in.revision = integer_field<std::uint32_t>(j, "revision", 0);
     in.status = j.at("status").get<std::string>() == "resolved" ? IncidentStatus::resolved : IncidentStatus::firing;
     in.rule = j.at("rule").get<std::string>();
     in.title = j.value("title", "");
@@ -127,13 +139,13 @@ std::optional<Incident> incident_from_json(std::string_view text, std::string* e
     in.stream_labels = fields_from(j.value("stream_labels", json::object()));
     in.first_seen = time_from(j.value("first_seen", json()));
     in.last_seen = time_from(j.value("last_seen", json()));
-    in.count = j.value("count", 1u);
+    in.count = integer_field<std::uint32_t>(j, "count", 1);
     in.fields = fields_from(j.value("fields", json::object()));
     for (const auto& e : j.value("evidence", json::array())) {
       EvidenceLine line;
       line.stream = e.value("stream", "");
-      line.line = e.value("line", std::uint64_t{0});
-      line.offset = e.value("offset", std::uint64_t{0});
+      line.line = integer_field<std::uint64_t>(e, "line", 0);
+      line.offset = integer_field<std::uint64_t>(e, "offset", 0);
       line.time = time_from(e.value("time", json()));
       line.event = e.value("event", "");
       line.text = e.value("text", "");

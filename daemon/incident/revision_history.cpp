@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "faultline/incident_view.hpp"
+#include "faultline/json_integer.hpp"
 
 namespace faultline {
 namespace {
@@ -100,10 +101,10 @@ std::optional<RevisionHistory> RevisionHistory::from_json(std::string_view text,
   if (revisions == j.end() || !revisions->is_array()) return fail("no \"revisions\" array");
   RevisionHistory out;
   for (const auto& r : *revisions) {
-    if (!r.is_object() || !r.contains("revision") || !r["revision"].is_number_unsigned())
-      return fail("a revision without a number");
+    const auto revision = r.is_object() && r.contains("revision") ? json_integer<std::uint32_t>(r["revision"]) : std::nullopt;
+    if (!revision) return fail("a revision without a number");
     RevisionEntry e;
-    e.revision = r["revision"].get<std::uint32_t>();
+    e.revision = *revision;
     if (!out.entries_.empty() && e.revision <= out.entries_.back().revision) return fail("revisions out of order");
     auto text_of = [&](const char* key) {
       return r.contains(key) && r[key].is_string() ? r[key].get<std::string>() : std::string();
@@ -116,13 +117,13 @@ std::optional<RevisionHistory> RevisionHistory::from_json(std::string_view text,
     e.change = *change;
     e.severity = *severity;
     e.status = status == "firing" ? IncidentStatus::firing : IncidentStatus::resolved;
-    e.count = r.contains("count") && r["count"].is_number_unsigned() ? r["count"].get<std::uint32_t>() : 1;
+    e.count = r.contains("count") ? json_integer<std::uint32_t>(r["count"]).value_or(1) : 1;
     e.last_seen = parse_rfc3339(text_of("last_seen")).value_or(Time{});
     e.json_bytes = static_cast<std::uint32_t>(entry_json(e).dump().size()) + 1;
     out.bytes_ += e.json_bytes;
     out.entries_.push_back(e);
   }
-  if (j.contains("omitted") && j["omitted"].is_number_unsigned()) out.omitted_ = j["omitted"].get<std::uint32_t>();
+  if (auto omitted = j.contains("omitted") ? json_integer<std::uint32_t>(j["omitted"]) : std::nullopt) out.omitted_ = *omitted;
   // A file written with other bounds: trimmed to these (the oldest after the first go).
   while ((out.entries_.size() > kMaxEntries || out.bytes_ > kMaxBytes) && out.entries_.size() > 2) out.drop(1);
   return out;

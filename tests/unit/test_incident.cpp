@@ -67,6 +67,34 @@ TEST_CASE("malformed incident JSON is an error, not a crash", "[incident]") {
   CHECK_FALSE(incident_from_json("not json"));
 }
 
+TEST_CASE("an incident whose counts are floats, negative or out of range is an error, not a conversion", "[incident]") {
+  // Converting 1.1e25 to an unsigned integer is undefined behaviour: a saved incident edited or torn that way must be
+  // refused with a reason, as any other malformed one.
+  const std::string good = to_json(sample());
+  REQUIRE(incident_from_json(good));
+  auto edited = [&](auto&& edit) {
+    auto j = nlohmann::json::parse(good);
+    edit(j);
+    return j.dump();
+  };
+  std::string error;
+  CHECK_FALSE(incident_from_json(edited([](auto& j) { j["evidence"][0]["line"] = 1.11111e25; }), &error));
+  CHECK(error.find("\"line\"") != std::string::npos);
+  CHECK_FALSE(incident_from_json(edited([](auto& j) { j["evidence"][0]["offset"] = -1; })));
+  CHECK_FALSE(incident_from_json(edited([](auto& j) { j["count"] = 2.5; })));
+  CHECK_FALSE(incident_from_json(edited([](auto& j) { j["count"] = 4294967296ull; })));
+  CHECK_FALSE(incident_from_json(edited([](auto& j) { j["revision"] = 1e300; })));
+  CHECK_FALSE(incident_from_json(edited([](auto& j) { j.erase("revision"); })));
+  // Absent counts keep their defaults.
+  auto back = incident_from_json(edited([](auto& j) {
+    j.erase("count");
+    j["evidence"][0].erase("line");
+  }));
+  REQUIRE(back);
+  CHECK(back->count == 1);
+  CHECK(back->evidence[0].line == 0);
+}
+
 TEST_CASE("text rendering shows what on-call needs", "[incident]") {
   std::string text = to_text(sample());
   CHECK(text.find("[CRITICAL] FMHA") != std::string::npos);

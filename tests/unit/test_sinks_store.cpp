@@ -264,6 +264,11 @@ TEST_CASE("revision history: the first, every change, the last count updates; bo
   CHECK(!RevisionHistory::from_json(R"({"revisions":[{"revision":2},{"revision":1}]})", &error));
   CHECK(!error.empty());
   CHECK(!RevisionHistory::from_json("{\"revisions\":[", &error));
+  // A revision beyond 32 bits or not an integer is refused, not wrapped or converted.
+  const std::string entry = R"(,"change":"first","severity":"warning","status":"firing"})";
+  CHECK(RevisionHistory::from_json(R"({"revisions":[{"revision":7)" + entry + "]}"));
+  CHECK(!RevisionHistory::from_json(R"({"revisions":[{"revision":4294967297)" + entry + "]}"));
+  CHECK(!RevisionHistory::from_json(R"({"revisions":[{"revision":7.5)" + entry + "]}"));
 }
 
 TEST_CASE("incident store: the history survives a restart and compaction", "[sinks]") {
