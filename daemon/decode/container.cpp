@@ -1,7 +1,10 @@
 // Container log wrappers: the Kubernetes CRI line format and docker's json-file driver. The docker parser is a
 // small dedicated JSON reader (object of strings, other values skipped) so the hot path needs no JSON library.
+#include <algorithm>
 #include <cstring>
-#if defined(__SSE2__)
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#elif defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
@@ -333,6 +336,11 @@ bool parse_docker_general(std::string_view line, bool cut, std::string& log, Doc
 }
 
 
+// The layout docker's json-file driver writes: its start, and what follows the "log" string for either stream.
+constexpr std::string_view kDockerHead = R"({"log":")";
+constexpr std::string_view kDockerStdout = R"(","stream":"stdout","time":")";
+constexpr std::string_view kDockerStderr = R"(","stream":"stderr","time":")";
+
 // Index of the first '"' or '\\' in [p, p + n), or n.
 std::size_t find_quote_or_backslash(const char* p, std::size_t n) {
   std::size_t i = 0;
@@ -356,9 +364,7 @@ std::size_t find_quote_or_backslash(const char* p, std::size_t n) {
 // parse_docker_general, which reads the same lines to the same result.
 bool parse_docker_plain(std::string_view line, std::string& scratch, std::string_view& log, DockerLine& out,
                         WrapperClock* clock) {
-  constexpr std::string_view kHead = R"({"log":")";
-  constexpr std::string_view kStdout = R"(","stream":"stdout","time":")";
-  constexpr std::string_view kStderr = R"(","stream":"stderr","time":")";
+  constexpr std::string_view kHead = kDockerHead, kStdout = kDockerStdout, kStderr = kDockerStderr;
   if (line.size() < kHead.size() + kStdout.size() + 2 || line.substr(0, kHead.size()) != kHead) return false;
   const char* d = line.data();
   const std::size_t n = line.size();
@@ -427,6 +433,93 @@ bool parse_docker_plain(std::string_view line, std::string& scratch, std::string
 }
 
 }  // namespace
+
+namespace {
+
+#if defined(__x86_64__) && defined(__GNUC__)
+const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
+
+// Index of the first '"', '\\', '\n', '\r', ESC or '^' in [p + i, p + n), or n. Their low nibbles (2, C, A, D, B, E)
+// differ, so one table lookup per byte tells them (see plain_lines_avx2 in decoder.cpp): the table holds each at its
+// nibble and 1 at nibble 0 (equal to no byte whose nibble is 0); bytes >= 0x80 look up 0, equal to none of them.
+__attribute__((target("avx2"))) std::size_t find_log_end_avx2(const char* p, std::size_t i, std::size_t n) {
+  const __m256i table = _mm256_setr_epi8(1, 0, '"', 0, 0, 0, 0, 0, 0, 0, '\n', '\x1b', '\\', '\r', '^', 0,  //
+                                         1, 0, '"', 0, 0, 0, 0, 0, 0, 0, '\n', '\x1b', '\\', '\r', '^', 0);
+  for (; i + 32 <= n; i += 32) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i));
+    const auto mask = static_cast<unsigned>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_shuffle_epi8(table, v))));
+    if (mask != 0) return i + static_cast<std::size_t>(__builtin_ctz(mask));
+  }
+  for (; i < n; ++i) {
+    const char c = p[i];
+    if (c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\x1b' || c == '^') return i;
+  }
+  return n;
+}
+#endif
+
+}  // namespace
+
+std::size_t docker_plain_line(const char* p, std::size_t len, std::size_t cap, std::string& scratch,
+                              std::string_view& log, DockerLine& out, WrapperClock* clock) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (!kHaveAvx2) return 0;
+  const std::size_t n = std::min(len, cap + 1);
+  if (n < kDockerHead.size() + kDockerStdout.size() + 4 || std::memcmp(p, kDockerHead.data(), kDockerHead.size()) != 0)
+    return 0;
+  // The text ends at the final "\n"; escapes of characters a record may hold as they are (quote, backslash, slash,
+  // tab, backspace, form feed) are undone into `scratch` on the way, copied from the first one on.
+  std::size_t run = kDockerHead.size();  // the first byte not yet copied
+  bool copied = false;
+  std::size_t k = find_log_end_avx2(p, run, n);
+  for (;;) {
+    if (k + 2 + kDockerStdout.size() >= n || p[k] != '\\') return 0;
+    if (p[k + 1] == 'n' && p[k + 2] == '"') break;
+    char c;
+    switch (p[k + 1]) {
+      case '"': c = '"'; break;
+      case '\\': c = '\\'; break;
+      case '/': c = '/'; break;
+      case 't': c = '\t'; break;
+      case 'b': c = '\b'; break;
+      case 'f': c = '\f'; break;
+      default: return 0;  // "\n" or "\r" inside the text, \u, a bad escape: parse_docker
+    }
+    if (!copied) {
+      scratch.clear();
+      copied = true;
+    }
+    scratch.append(p + run, k - run);
+    scratch.push_back(c);
+    run = k + 2;
+    k = find_log_end_avx2(p, run, n);
+  }
+  if (copied) scratch.append(p + run, k - run);
+  std::size_t at = k + 2;
+  bool is_stderr = false;
+  if (std::memcmp(p + at, kDockerStdout.data(), kDockerStdout.size()) == 0) {
+  } else if (std::memcmp(p + at, kDockerStderr.data(), kDockerStderr.size()) == 0) {
+    is_stderr = true;
+  } else {
+    return 0;
+  }
+  at += kDockerStdout.size();
+  // The time, then "}" and the line's end; no '\n' or '\\' inside (parse_docker would see another line or escape).
+  std::size_t t_end = at;
+  while (t_end < n && p[t_end] != '"' && p[t_end] != '\n' && p[t_end] != '\\') ++t_end;
+  if (t_end + 2 >= n || p[t_end] != '"' || p[t_end + 1] != '}' || p[t_end + 2] != '\n') return 0;
+  const std::string_view time(p + at, t_end - at);
+  out = DockerLine{};
+  out.time = clock != nullptr ? clock->parse(time) : parse_rfc3339(time);
+  out.is_stderr = is_stderr;
+  out.has_stream = true;
+  log = copied ? std::string_view(scratch) : std::string_view(p + kDockerHead.size(), k - kDockerHead.size());
+  return t_end + 2;
+#else
+  (void)p, (void)len, (void)cap, (void)scratch, (void)log, (void)out, (void)clock;
+  return 0;
+#endif
+}
 
 bool parse_docker(std::string_view line, bool cut, std::string& scratch, std::string_view& log, DockerLine& out,
                   WrapperClock* clock) {

@@ -56,5 +56,13 @@ struct DockerLine {
 // line was cut short by the buffer limit, so an unterminated "log" string is accepted as a truncated one.
 bool parse_docker(std::string_view line, bool cut, std::string& scratch, std::string_view& log, DockerLine& out,
                   WrapperClock* clock = nullptr);
+// A whole line at `p` in the driver's own layout, {"log":"<text>\n","stream":"stdout|stderr","time":"<time>"}
+// followed by '\n', whose text is a record as it is once unescaped (no CR, LF, ESC or '^' in it, escapes only of
+// quote, backslash, slash, tab, backspace and form feed), read in one pass over the text: returns the line's length
+// (the index of its '\n') and fills `log` (a view into the line, or into `scratch` when it held escapes) and `out` as
+// parse_docker would; 0 for any other line (parse_docker reads it), for one longer than `cap`, and on a CPU without
+// AVX2.
+std::size_t docker_plain_line(const char* p, std::size_t len, std::size_t cap, std::string& scratch,
+                              std::string_view& log, DockerLine& out, WrapperClock* clock);
 
 }  // namespace faultline::decode_detail

@@ -1,6 +1,8 @@
 // Decode room, container formats: CRI (P/F joining), docker json-file, auto-detection, ANSI and caret notation.
 #include <catch2/catch.hpp>
 
+#include <random>
+
 #include "decode/decode_internal.hpp"
 #include "decode_support.hpp"
 
@@ -110,6 +112,53 @@ TEST_CASE("CRI: lines that do not fit are kept as raw text and counted", "[decod
   CHECK(r[2].from_log);  // the message itself starts with an RFC 3339 time
 }
 
+TEST_CASE("CRI: lines taken whole from the bytes fed give the records that taking them piece by piece gives", "[decode]") {
+  // Fed in one piece, whole plain 'F' lines take the one-pass path; fed one byte at a time no line is ever whole, so
+  // every line takes the general one. Lines of every kind the one-pass path must leave to the general path: 'P'
+  // chains open on one stream while the other writes, CR, ESC and caret codes in the message and in a tag, empty
+  // messages, tags ("F:x"), malformed headers and times, messages over max_line and lines over the wrapper's bound.
+  std::mt19937 rng(20261203);
+  const std::string times[] = {"2026-11-29T10:08:01.123456789Z", "2026-11-29T10:08:01Z", "2026-11-29T10:08:02.5Z",
+                               "2026-11-29T10:08:03+01:00", "2026-11-29T10:08:0xZ", "2026-11-30T00:00:00.000000001Z"};
+  const std::string odd[] = {"\r", "\x1b[31m", "^[[0m", "^M", "^Mixtral", "   ", "\t", std::string("\0", 1), "\xc3\xa9"};
+  std::string log = cri("2026-11-29T10:08:00Z", "stdout", 'F', "the first line tells the format");
+  for (int i = 0; i < 4000; ++i) {
+    std::uniform_int_distribution<int> len(0, i % 40 == 0 ? 400 : 120);
+    std::string msg = i % 3 == 0 ? "INFO 11-29 10:08:01 [a.py:1] " : "";
+    const int n = len(rng);
+    for (int k = 0; k < n; ++k) msg.push_back(static_cast<char>('a' + (k * 5 + i) % 26));
+    if (i % 13 == 4) msg.insert(msg.size() / 2, odd[(i / 13) % 9]);
+    const char* stream = i % 5 == 0 ? "stderr" : "stdout";
+    const char tag = i % 11 == 7 ? 'P' : 'F';
+    const std::string& time = times[i % 29 == 0 ? 4 : (i / 3) % 6 == 4 ? 0 : (i / 3) % 6];
+    if (i % 37 == 9) log += time + " " + stream + " F:x^y " + msg + "\n";  // a tag with a special byte
+    else if (i % 41 == 8) log += "garbage " + msg + "\n";
+    else if (i % 43 == 2) log += time + " " + stream + " F\n";  // no message, no space
+    else if (i % 47 == 6) log += "\n";
+    else log += cri(time, stream, tag, msg);
+  }
+  log += cri("2026-11-29T10:09:00Z", "stdout", 'F', std::string(70000, 'z'));  // over the wrapper's bound
+  log += cri("2026-11-29T10:09:01Z", "stdout", 'F', "after the long one");
+  log += cri("2026-11-29T10:09:02Z", "stderr", 'P', "open at the end");
+  for (std::size_t max_line : {std::size_t{64 * 1024}, std::size_t{100}, std::size_t{30}}) {
+    INFO("max_line " << max_line);
+    for (ContainerFormat f : {ContainerFormat::cri, ContainerFormat::auto_detect}) {
+      DecodeStats whole_stats, bytewise_stats;
+      const auto whole = decode(log, options(f, max_line), &whole_stats);
+      const auto bytewise = decode_chunked(log, options(f, max_line), {1}, &bytewise_stats);
+      REQUIRE(whole.size() > 3000);
+      REQUIRE(bytewise.size() == whole.size());
+      for (std::size_t i = 0; i < whole.size(); ++i) REQUIRE(whole[i] == bytewise[i]);
+      CHECK(whole_stats.lines == bytewise_stats.lines);
+      CHECK(whole_stats.malformed == bytewise_stats.malformed);
+      CHECK(whole_stats.partials_joined == bytewise_stats.partials_joined);
+      CHECK(whole_stats.truncated == bytewise_stats.truncated);
+      CHECK(whole_stats.malformed > 50);
+      CHECK(whole_stats.partials_joined > 300);
+    }
+  }
+}
+
 // ---- docker json-file ------------------------------------------------------------------------------------------------
 
 TEST_CASE("docker: escapes decode to UTF-8, stream and time are read", "[decode]") {
@@ -181,6 +230,58 @@ TEST_CASE("docker: a JSON line over its buffer bound is cut but its log prefix k
   CHECK(r[1].text == "after");
   CHECK(r[1].line == 2);
   CHECK(st.truncated == 1);
+}
+
+TEST_CASE("docker: lines taken whole from the bytes fed give the records that taking them piece by piece gives",
+          "[decode]") {
+  // As for CRI: fed whole, plain lines in the driver's layout take the one-pass path; fed byte by byte, none does.
+  // Between them, every line the one-pass path must leave to parse_docker: escapes (quote, tab, \u, a "\n" inside),
+  // raw CR, ESC and '^' in the text, entries without the final "\n" (partials, open while the other stream writes),
+  // other key orders and extra keys, a time with an escape, times that do not parse, text over max_line, malformed
+  // JSON and a line over the wrapper's bound.
+  std::mt19937 rng(20261204);
+  const char* times[] = {"2026-11-29T10:08:01.123456789Z", "2026-11-29T10:08:01Z", "2026-11-29T10:08:02.5Z",
+                         "2026-11-29T10:08:03+01:00", "not a time", "2026-11-30T00:00:00.000000001Z"};
+  const std::string odd[] = {"\"", "\t", "\x1b[31m", "^[[0m", "\r", "\n", "\\", "\xc3\xa9", "^M", std::string("\0", 1)};
+  std::string log = docker("the first line tells the format\n", "stdout", "2026-11-29T10:08:00Z");
+  for (int i = 0; i < 4000; ++i) {
+    std::uniform_int_distribution<int> len(0, i % 40 == 0 ? 400 : 120);
+    std::string msg = i % 3 == 0 ? "INFO 11-29 10:08:01 [a.py:1] " : "";
+    const int n = len(rng);
+    for (int k = 0; k < n; ++k) msg.push_back(static_cast<char>('a' + (k * 5 + i) % 26));
+    if (i % 13 == 4) msg.insert(msg.size() / 2, odd[(i / 13) % 10]);
+    if (i % 11 != 7) msg += "\n";  // else a partial entry
+    const char* stream = i % 5 == 0 ? "stderr" : "stdout";
+    const char* time = times[i % 29 == 0 ? 4 : (i / 3) % 6 == 4 ? 0 : (i / 3) % 6];
+    std::string line = docker(msg, stream, time);
+    if (i % 37 == 9) line = "{\"stream\":\"" + std::string(stream) + "\",\"log\":" + json_quote(msg) + ",\"time\":\"" + time + "\"}\n";
+    else if (i % 41 == 8) line = "{\"log\":" + json_quote(msg) + ",\"stream\":\"stdout\",\"time\":\"" + time + "\",\"attrs\":{}}\n";
+    else if (i % 43 == 2) line = "{\"log\":" + json_quote(msg) + ",\"stream\":\"stdout\",\"time\":\"2026-11-29T10:08:0\\u0031Z\"}\n";
+    else if (i % 47 == 6) line = "{\"log\":\"broken " + msg.substr(0, 5) + "\n";
+    else if (i % 59 == 3) line = "{\"log\":\"a\\/b\\bc\\fd\\\\e\\\"f\\n\",\"stream\":\"stderr\",\"time\":\"" + std::string(time) + "\"}\n";
+    else if (i % 53 == 1) line = "{\"log\":\"raw CR\rinside\\n\",\"stream\":\"stdout\",\"time\":\"" + std::string(time) + "\"}\n";
+    log += line;
+  }
+  log += docker(std::string(140000, 'z') + "\n", "stdout", "2026-11-29T10:09:00Z");  // over the wrapper's bound
+  log += docker("after the long one\n", "stdout", "2026-11-29T10:09:01Z");
+  log += docker("open at the end", "stderr", "2026-11-29T10:09:02Z");
+  for (std::size_t max_line : {std::size_t{64 * 1024}, std::size_t{100}, std::size_t{30}}) {
+    INFO("max_line " << max_line);
+    for (ContainerFormat f : {ContainerFormat::docker, ContainerFormat::auto_detect}) {
+      DecodeStats whole_stats, bytewise_stats;
+      const auto whole = decode(log, options(f, max_line), &whole_stats);
+      const auto bytewise = decode_chunked(log, options(f, max_line), {1}, &bytewise_stats);
+      REQUIRE(whole.size() > 3000);
+      REQUIRE(bytewise.size() == whole.size());
+      for (std::size_t i = 0; i < whole.size(); ++i) REQUIRE(whole[i] == bytewise[i]);
+      CHECK(whole_stats.lines == bytewise_stats.lines);
+      CHECK(whole_stats.malformed == bytewise_stats.malformed);
+      CHECK(whole_stats.partials_joined == bytewise_stats.partials_joined);
+      CHECK(whole_stats.truncated == bytewise_stats.truncated);
+      CHECK(whole_stats.malformed > 50);
+      CHECK(whole_stats.partials_joined > 300);
+    }
+  }
 }
 
 TEST_CASE("docker: the driver's own layout reads as the general JSON reader reads it", "[decode]") {
