@@ -39,7 +39,8 @@ seed_dirs() {
   case "$1" in
     fuzz_rules) echo "$top/rules" ;;
     fuzz_config) echo "$top/examples $top/deploy/config.example.yaml" ;;
-    fuzz_decode | fuzz_timestamps | fuzz_pipeline) echo "$top/tests/corpus/real" ;;
+    fuzz_decode) echo "$top/tests/corpus/real $top/fuzz/seeds/decode" ;;
+    fuzz_timestamps | fuzz_pipeline) echo "$top/tests/corpus/real" ;;
     fuzz_checkpoint) echo "$top/fuzz/seeds/checkpoint" ;;
     fuzz_state) echo "$top/fuzz/seeds/state" ;;
     fuzz_spool) echo "$top/fuzz/seeds/spool" ;;
