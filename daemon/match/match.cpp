@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 
 #include "faultline/durable_file.hpp"
 #include "faultline/match.hpp"
@@ -116,12 +117,149 @@ std::string_view to_string(StoryAnchor anchor) {
 
 namespace {
 
+// A copy of an expression for RE2's captures in which each long counted repetition of one character (`[^)\n]{0,160}`,
+// `.{1,200}`) is unbounded and captured: `(?P<_flrepK>[^)\n]*)`. RE2 spells a counted repetition out as that many
+// instructions and, with captures, runs its NFA over a program that large (a hit of such a pattern cost ~100 us);
+// the copy's program is a few times smaller. What the copy captures is what the expression captures whenever each
+// such repetition's capture is within its bound: the expression's matches are among the copy's, in the same order of
+// preference, so the copy's first match, when the expression allows it, is also the expression's first. Otherwise
+// the expression itself is asked. Only repetitions outside any repeated group are relaxed (a capture inside one shows
+// its last round alone); lazy ones, short ones and patterns with \Q...\E are left as they are.
+struct RelaxedRegex {
+  std::string regex;
+  std::vector<std::pair<std::string, std::size_t>> bounds;  // (group name, most bytes) per relaxed repetition
+};
+
+constexpr std::size_t kRelaxFrom = 16;  // repetitions allowing at least this many more rounds than their minimum
+
+std::optional<RelaxedRegex> relax_counted_repetitions(std::string_view re) {
+  if (re.find("\\Q") != std::string_view::npos) return std::nullopt;
+  // Pass 1: the index just past each atom starting at i (one character, escape, class or group), and which groups
+  // are repeated.
+  const std::size_t n = re.size();
+  std::vector<std::size_t> group_end(n, 0);  // for '(' at i: index of its ')'
+  {
+    std::vector<std::size_t> open;
+    for (std::size_t i = 0; i < n; ++i) {
+      const char c = re[i];
+      if (c == '\\') {
+        ++i;
+      } else if (c == '[') {
+        std::size_t j = i + 1;
+        if (j < n && re[j] == '^') ++j;
+        if (j < n && re[j] == ']') ++j;
+        for (; j < n && re[j] != ']'; ++j) {
+          if (re[j] == '\\') ++j;
+          else if (re[j] == '[' && j + 1 < n && re[j + 1] == ':') {
+            const auto e = re.find(":]", j + 2);
+            if (e == std::string_view::npos) return std::nullopt;
+            j = e + 1;
+          }
+        }
+        if (j >= n) return std::nullopt;
+        i = j;
+      } else if (c == '(') {
+        open.push_back(i);
+      } else if (c == ')') {
+        if (open.empty()) return std::nullopt;
+        group_end[open.back()] = i;
+        open.pop_back();
+      }
+    }
+    if (!open.empty()) return std::nullopt;
+  }
+  const auto quantified_at = [&](std::size_t i) {
+    return i < n && (re[i] == '*' || re[i] == '+' || re[i] == '?' || re[i] == '{');
+  };
+  RelaxedRegex out;
+  std::size_t repeated_until = 0;  // inside a repeated group up to this index
+  std::size_t i = 0;
+  while (i < n) {
+    const std::size_t atom = i;
+    const char c = re[i];
+    if (c == '(') {
+      const std::size_t close = group_end[i];
+      if (quantified_at(close + 1)) repeated_until = std::max(repeated_until, close);
+      out.regex += c;
+      ++i;
+      continue;
+    }
+    // One character's atom: [atom, i).
+    if (c == '\\') {
+      if (i + 1 >= n) return std::nullopt;
+      const char e = re[i + 1];
+      i += 2;
+      if ((e == 'p' || e == 'P' || e == 'x') && i < n && re[i] == '{') {
+        const auto close = re.find('}', i);
+        if (close == std::string_view::npos) return std::nullopt;
+        i = close + 1;
+      } else if ((e == 'p' || e == 'P') && i < n) {
+        ++i;
+      } else if (e == 'x') {
+        i = std::min(n, i + 2);
+      } else if (e >= '0' && e <= '7') {
+        while (i < n && i < atom + 4 && re[i] >= '0' && re[i] <= '7') ++i;
+      }
+    } else if (c == '[') {
+      std::size_t j = i + 1;
+      if (j < n && re[j] == '^') ++j;
+      if (j < n && re[j] == ']') ++j;
+      for (; re[j] != ']'; ++j) {
+        if (re[j] == '\\') ++j;
+        else if (re[j] == '[' && j + 1 < n && re[j + 1] == ':') j = re.find(":]", j + 2) + 1;
+      }
+      i = j + 1;
+    } else {
+      ++i;
+    }
+    const std::string_view text = re.substr(atom, i - atom);
+    const bool one_char = c != ')' && c != '|' && c != '^' && c != '$' && !quantified_at(atom) &&
+                          !(c == '\\' && text.size() == 2 && std::string_view("bBAzC").find(text[1]) != std::string_view::npos);
+    // A counted repetition {m,n} right after it, greedy?
+    std::size_t lo = 0, hi = 0, end = i;
+    bool counted = false;
+    if (one_char && atom >= repeated_until && i < n && re[i] == '{') {
+      std::size_t j = i + 1, a = 0, b = 0;
+      bool have_a = false, have_b = false, comma = false;
+      for (; j < n && re[j] >= '0' && re[j] <= '9'; ++j) a = a * 10 + static_cast<std::size_t>(re[j] - '0'), have_a = true;
+      if (j < n && re[j] == ',') {
+        comma = true;
+        for (++j; j < n && re[j] >= '0' && re[j] <= '9'; ++j) b = b * 10 + static_cast<std::size_t>(re[j] - '0'), have_b = true;
+      }
+      if (have_a && comma && have_b && j < n && re[j] == '}' && b >= a + kRelaxFrom && !(j + 1 < n && re[j + 1] == '?')) {
+        counted = true;
+        lo = a;
+        hi = b;
+        end = j + 1;
+      }
+    }
+    if (!counted) {
+      out.regex.append(text);
+      continue;
+    }
+    const std::string name = "_flrep" + std::to_string(out.bounds.size());
+    out.regex += "(?P<" + name + ">";
+    out.regex.append(text);
+    out.regex += lo == 0 ? "*" : "{" + std::to_string(lo) + ",}";
+    out.regex += ")";
+    out.bounds.emplace_back(name, hi);
+    i = end;
+  }
+  if (out.bounds.empty()) return std::nullopt;
+  return out;
+}
+
 // RE2 for one expression, built on first use: a database read from the cache was compiled from patterns RE2
 // accepted (the cache is written only then), so start-up builds none; a scan builds those of the lines that hit.
 struct LazyRegex {
   std::once_flag once;
   std::unique_ptr<RE2> re;                          // null: RE2 rejects it (reported when compiling)
   std::vector<std::pair<int, std::string>> groups;  // (group, name) of its named captures
+  // Its relaxed copy (RelaxedRegex), when it has named captures and long counted repetitions.
+  std::unique_ptr<RE2> relaxed;
+  std::vector<std::pair<int, std::string>> relaxed_groups;  // the same names, their groups in the copy
+  std::vector<std::pair<int, std::size_t>> relaxed_bounds;  // (group, most bytes) per relaxed repetition
+  int relaxed_count = 0;                                    // groups to ask the copy for
 };
 
 // Might the pattern have a named capture ("(?P<name>" or "(?<name>")? A yes that RE2 does not share only costs a
@@ -145,6 +283,7 @@ struct CompiledRules::Impl {
   std::unique_ptr<LazyRegex[]> lazy;             // per expression
   std::vector<std::uint8_t> level_mask;          // per expression: bit per Level; 0xff = any
   std::size_t database_bytes = 0;
+  bool relax_repetitions = true;
 
   // The expression's RE2, built on first use (thread-safe).
   const LazyRegex& regex_for(std::size_t expr) const {
@@ -159,6 +298,16 @@ struct CompiledRules::Impl {
       if (!l.re->ok()) return;
       for (const auto& [name, index] : l.re->NamedCapturingGroups()) l.groups.emplace_back(index, name);
       std::sort(l.groups.begin(), l.groups.end());
+      if (l.groups.empty() || !relax_repetitions) return;  // a yes or no is the DFA's alone: nothing to gain
+      auto relaxed = relax_counted_repetitions(regex[expr]);
+      if (!relaxed) return;
+      auto copy = std::make_unique<RE2>(relaxed->regex, options);
+      if (!copy->ok()) return;
+      const auto& named = copy->NamedCapturingGroups();
+      for (const auto& [index, name] : l.groups) l.relaxed_groups.emplace_back(named.at(name), name);
+      for (const auto& [name, most] : relaxed->bounds) l.relaxed_bounds.emplace_back(named.at(name), most);
+      l.relaxed_count = copy->NumberOfCapturingGroups() + 1;
+      l.relaxed = std::move(copy);
     });
     return l;
   }
@@ -173,6 +322,7 @@ CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
   CompileResult result;
   auto started = std::chrono::steady_clock::now();
   auto impl = std::make_unique<CompiledRules::Impl>();
+  impl->relax_repetitions = options.relax_repetitions;
   rules.build_index();  // the copy every scanner and correlator reads: its lookups are by index
 
   std::vector<std::string> patterns;
@@ -421,12 +571,25 @@ void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out, std::vector<
       const LazyRegex& l = compiled.regex_for(c.expr);
       if (!l.re->ok()) continue;  // rejected: reported when compiled, never a hit
       std::string_view text = batch.text(c.record);
+      const re2::StringPiece piece(text.data(), text.size());
+      // The relaxed copy first (see RelaxedRegex): no match there is no match of the expression either.
+      const std::vector<std::pair<int, std::string>>* relaxed_wanted = nullptr;
+      if (l.relaxed) {
+        s.groups.assign(static_cast<std::size_t>(l.relaxed_count), re2::StringPiece());
+        if (!l.relaxed->Match(piece, 0, text.size(), RE2::UNANCHORED, s.groups.data(), l.relaxed_count)) continue;
+        const bool within = std::all_of(l.relaxed_bounds.begin(), l.relaxed_bounds.end(), [&](const auto& b) {
+          return s.groups[static_cast<std::size_t>(b.first)].size() <= b.second;
+        });
+        if (within) relaxed_wanted = &l.relaxed_groups;
+      }
       // Without named captures only "does it match within the line" is asked: RE2 answers that with its DFA alone.
-      const auto& wanted = l.groups;
-      int n = wanted.empty() ? 0 : wanted.back().first + 1;
-      s.groups.assign(static_cast<std::size_t>(n), re2::StringPiece());
-      if (!l.re->Match(re2::StringPiece(text.data(), text.size()), 0, text.size(), RE2::UNANCHORED, s.groups.data(), n)) {
-        continue;  // the Hyperscan match spanned lines
+      const auto& wanted = relaxed_wanted != nullptr ? *relaxed_wanted : l.groups;
+      if (relaxed_wanted == nullptr) {
+        int n = wanted.empty() ? 0 : wanted.back().first + 1;
+        s.groups.assign(static_cast<std::size_t>(n), re2::StringPiece());
+        if (!l.re->Match(piece, 0, text.size(), RE2::UNANCHORED, s.groups.data(), n)) {
+          continue;  // the Hyperscan match spanned lines
+        }
       }
       for (const auto& [index, name] : wanted) {
         const auto& g = s.groups[static_cast<std::size_t>(index)];

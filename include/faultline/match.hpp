@@ -64,6 +64,9 @@ struct AnchorHit {
 struct CompileOptions {
   std::string cache_dir;  // where serialized databases are kept; empty: no cache
   bool story_anchors = true;  // false: the rules' events only (no failure stories: typed incidents only)
+  // Captures through a copy of each expression with its long counted repetitions unbounded, checked against their
+  // bounds (several times faster in RE2; the same fields). false: each expression itself (tests compare the two).
+  bool relax_repetitions = true;
 };
 
 struct CompileInfo {

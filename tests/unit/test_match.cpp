@@ -250,3 +250,143 @@ TEST_CASE("a captured capability is normalised where it is captured", "[match][t
   CHECK(*find_field(hits[3].fields, "arch") == "sm_90");  // a static field is normalised too
   CHECK(*find_field(hits[3].fields, "arch_gpu") == "sm_90 (Hopper)");
 }
+
+namespace {
+
+// Every hit of `lines` as text: record, rule, event and each field, for comparing two compilations.
+std::vector<std::string> hits_as_text(const std::shared_ptr<const CompiledRules>& rules,
+                                      const std::vector<std::string>& lines) {
+  Scanner scanner(rules);
+  std::vector<std::string> out;
+  for (std::size_t at = 0; at < lines.size(); at += 4096) {
+    RecordBatch b;
+    for (std::size_t i = at; i < std::min(lines.size(), at + 4096); ++i) {
+      RecordMeta m;
+      m.line = i + 1;
+      b.append(m, lines[i]);
+    }
+    std::vector<Hit> hits;
+    scanner.scan(b, hits);
+    for (const auto& h : hits) {
+      std::string t = std::to_string(at + h.record) + " " + rules->rule(h.event.rule).id + "/" +
+                      std::to_string(h.event.event);
+      for (const auto& [k, v] : h.fields) t += " " + k + "=" + v;
+      out.push_back(std::move(t));
+    }
+  }
+  return out;
+}
+
+std::shared_ptr<const CompiledRules> compiled(RuleSet rules, bool relax) {
+  CompileOptions o;
+  o.relax_repetitions = relax;
+  auto result = compile_rules(std::move(rules), o);
+  for (const auto& d : result.diagnostics) UNSCOPED_INFO(d.str());
+  REQUIRE(result.rules);
+  return result.rules;
+}
+
+}  // namespace
+
+TEST_CASE("captures through relaxed counted repetitions are the expression's own", "[match]") {
+  // Long counted repetitions are unbounded in the copy RE2 captures with, and checked against their bounds. Each
+  // pattern below has its first relaxed match differ from its own first match on some lines (the run over the bound:
+  // the expression itself must be asked then), or a repetition that must not be relaxed (lazy, inside a repeated
+  // group, short). Lines of a small alphabet give every run length, and the fields of both compilations must agree.
+  const char* yaml = R"(
+rules:
+  - id: over
+    title: t
+    severity: info
+    events:
+      e: '(?P<a>x\d)[^)]{0,20}(?P<b>y\d+)'
+  - id: least
+    title: t
+    severity: info
+    events:
+      e: '(?P<a>[a-z]{2,30})=(?P<b>\d{1,5})'
+  - id: lazy
+    title: t
+    severity: info
+    events:
+      e: '(?:(?P<a>x\d)|z).{0,40}?(?P<b>y\d)'
+  - id: group
+    title: t
+    severity: info
+    events:
+      e: '(?P<p>[a-z])(?:x[^)]{0,30}y\)[a-z]?)+(?P<b>\d)'
+  - id: klass
+    title: t
+    severity: info
+    events:
+      e: '\[(?P<a>[^\]]{1,40})\] (?P<b>\S{1,64})'
+  - id: posix
+    title: t
+    severity: info
+    events:
+      e: '(?i)(?P<a>x[[:alpha:]]{0,24})(?P<b>\d)'
+  - id: dot
+    title: t
+    severity: info
+    events:
+      e: '(?P<a>y\d).{1,30}(?P<b>x\d)|(?P<c>z).{0,17}(?P<d>a)'
+  - id: alone
+    title: t
+    severity: info
+    events:
+      e: '(?P<a>x\d) [^ ]{0,200}'
+)";
+  auto load = [&] {
+    auto loaded = load_rules_from_string(yaml, "r.yaml");
+    for (const auto& d : loaded.diagnostics) UNSCOPED_INFO(d.str());
+    REQUIRE(loaded.ok());
+    return std::move(loaded.rules);
+  };
+  std::vector<std::string> lines;
+  std::uint64_t seed = 20261203;
+  const std::string alphabet = "xyz)=[] ab0123 XQ";
+  for (int i = 0; i < 20000; ++i) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    const std::size_t n = (seed >> 33) % 120;
+    std::string line;
+    for (std::size_t k = 0; k < n; ++k) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      line += alphabet[(seed >> 33) % alphabet.size()];
+    }
+    lines.push_back(std::move(line));
+  }
+  // Lines where the relaxed first match runs over the bound and the expression's first match lies further on.
+  lines.push_back("x1" + std::string(25, 'a') + "y1 x2 aa y2");
+  lines.push_back(std::string(40, 'q') + "=1 ab=2");
+  lines.push_back("qx" + std::string(35, 'a') + "y)bxay)1");  // an earlier round of a repeated group over its bound
+  const auto relaxed = hits_as_text(compiled(load(), true), lines);
+  const auto exact = hits_as_text(compiled(load(), false), lines);
+  REQUIRE(exact.size() > 5000);
+  REQUIRE(relaxed.size() == exact.size());
+  for (std::size_t i = 0; i < exact.size(); ++i) REQUIRE(relaxed[i] == exact[i]);
+  CHECK(std::find(exact.begin(), exact.end(), "20000 over/0 a=x2 b=y2") != exact.end());
+  CHECK(std::find(exact.begin(), exact.end(), "20002 group/0 p=b b=1") != exact.end());
+}
+
+TEST_CASE("the shipped catalog captures the same fields relaxed or not, on every real log", "[match]") {
+  auto load = [] {
+    auto loaded = load_rules({std::string(FAULTLINE_CORPUS_DIR) + "/../../../rules"});
+    REQUIRE(loaded.ok());
+    return std::move(loaded.rules);
+  };
+  std::vector<std::string> lines;
+  for (const auto& e : std::filesystem::directory_iterator(FAULTLINE_CORPUS_DIR)) {
+    if (e.path().extension() != ".log") continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    for (std::string line; std::getline(in, line);) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      lines.push_back(line);
+    }
+  }
+  REQUIRE(lines.size() > 1000);
+  const auto relaxed = hits_as_text(compiled(load(), true), lines);
+  const auto exact = hits_as_text(compiled(load(), false), lines);
+  REQUIRE(exact.size() > 300);
+  REQUIRE(relaxed.size() == exact.size());
+  for (std::size_t i = 0; i < exact.size(); ++i) REQUIRE(relaxed[i] == exact[i]);
+}
