@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/, clang) and runs each one from its seed corpus.
-#   scripts/fuzz.sh --short [TARGET...]   CI: 15 s per target (about 2.5 minutes for the 9 targets, build aside)
+#   scripts/fuzz.sh --short [TARGET...]   CI: 15 s per target (about 2.5 minutes for the 10 targets, build aside)
 #   scripts/fuzz.sh --long  [TARGET...]   600 s per target; the figures go to docs/fuzzing.md
 #   FUZZ_SECONDS=N scripts/fuzz.sh ...    any other time per target
 #   FUZZ_JOBS=N                           run N targets at once (default 1; each target uses one core)
@@ -18,7 +18,7 @@ case "${1:-}" in
   --long) seconds=600; shift ;;
 esac
 seconds=${FUZZ_SECONDS:-$seconds}
-all=(fuzz_rules fuzz_config fuzz_decode fuzz_timestamps fuzz_pipeline fuzz_checkpoint fuzz_state fuzz_spool fuzz_http)
+all=(fuzz_rules fuzz_captures fuzz_config fuzz_decode fuzz_timestamps fuzz_pipeline fuzz_checkpoint fuzz_state fuzz_spool fuzz_http)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all[@]}")
 
@@ -41,6 +41,7 @@ seed_dirs() {
     fuzz_config) echo "$top/examples $top/deploy/config.example.yaml" ;;
     fuzz_decode) echo "$top/tests/corpus/real $top/fuzz/seeds/decode" ;;
     fuzz_timestamps | fuzz_pipeline) echo "$top/tests/corpus/real" ;;
+    fuzz_captures) echo "$top/fuzz/seeds/captures" ;;
     fuzz_checkpoint) echo "$top/fuzz/seeds/checkpoint" ;;
     fuzz_state) echo "$top/fuzz/seeds/state" ;;
     fuzz_spool) echo "$top/fuzz/seeds/spool" ;;
@@ -50,7 +51,7 @@ seed_dirs() {
 max_len() {
   case "$1" in
     fuzz_timestamps | fuzz_http) echo 512 ;;
-    fuzz_spool) echo 4096 ;;
+    fuzz_spool | fuzz_captures) echo 4096 ;;
     *) echo 16384 ;;
   esac
 }

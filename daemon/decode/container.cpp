@@ -437,7 +437,7 @@ bool parse_docker_plain(std::string_view line, std::string& scratch, std::string
 namespace {
 
 #if defined(__x86_64__) && defined(__GNUC__)
-const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
+const bool kCpuHasAvx2 = __builtin_cpu_supports("avx2");
 
 // Index of the first '"', '\\', '\n', '\r', ESC or '^' in [p + i, p + n), or n. Their low nibbles (2, C, A, D, B, E)
 // differ, so one table lookup per byte tells them (see plain_lines_avx2 in decoder.cpp): the table holds each at its
@@ -463,7 +463,7 @@ __attribute__((target("avx2"))) std::size_t find_log_end_avx2(const char* p, std
 std::size_t docker_plain_line(const char* p, std::size_t len, std::size_t cap, std::string& scratch,
                               std::string_view& log, DockerLine& out, WrapperClock* clock) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (!kHaveAvx2) return 0;
+  if (!kCpuHasAvx2) return 0;
   const std::size_t n = std::min(len, cap + 1);
   if (n < kDockerHead.size() + kDockerStdout.size() + 4 || std::memcmp(p, kDockerHead.data(), kDockerHead.size()) != 0)
     return 0;

@@ -204,10 +204,16 @@ std::optional<RelaxedRegex> relax_counted_repetitions(std::string_view re) {
       std::size_t j = i + 1;
       if (j < n && re[j] == '^') ++j;
       if (j < n && re[j] == ']') ++j;
-      for (; re[j] != ']'; ++j) {
-        if (re[j] == '\\') ++j;
-        else if (re[j] == '[' && j + 1 < n && re[j + 1] == ':') j = re.find(":]", j + 2) + 1;
+      for (; j < n && re[j] != ']'; ++j) {
+        if (re[j] == '\\') {
+          ++j;
+        } else if (re[j] == '[' && j + 1 < n && re[j + 1] == ':') {
+          const auto e = re.find(":]", j + 2);
+          if (e == std::string_view::npos) return std::nullopt;
+          j = e + 1;
+        }
       }
+      if (j >= n) return std::nullopt;  // (pass 1 read it another way: leave the pattern as it is)
       i = j + 1;
     } else {
       ++i;
