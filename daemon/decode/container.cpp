@@ -341,6 +341,21 @@ constexpr std::string_view kDockerHead = R"({"log":")";
 constexpr std::string_view kDockerStdout = R"(","stream":"stdout","time":")";
 constexpr std::string_view kDockerStderr = R"(","stream":"stderr","time":")";
 
+// The character a JSON escape of one character stands for ("\\t" -> tab), or -1 for 'u' and anything else.
+int one_char_escape(char e) {
+  switch (e) {
+    case '"': return '"';
+    case '\\': return '\\';
+    case '/': return '/';
+    case 'b': return '\b';
+    case 'f': return '\f';
+    case 'n': return '\n';
+    case 'r': return '\r';
+    case 't': return '\t';
+    default: return -1;
+  }
+}
+
 // Index of the first '"' or '\\' in [p, p + n), or n.
 std::size_t find_quote_or_backslash(const char* p, std::size_t n) {
   std::size_t i = 0;
@@ -387,24 +402,14 @@ bool parse_docker_plain(std::string_view line, std::string& scratch, std::string
       partial = false;
       break;
     }
-    char c;
-    switch (e) {
-      case '"': c = '"'; break;
-      case '\\': c = '\\'; break;
-      case '/': c = '/'; break;
-      case 'b': c = '\b'; break;
-      case 'f': c = '\f'; break;
-      case 'n': c = '\n'; break;
-      case 'r': c = '\r'; break;
-      case 't': c = '\t'; break;
-      default: return false;  // \u (or a bad escape): the general reader
-    }
+    const int c = one_char_escape(e);
+    if (c < 0) return false;  // \u (or a bad escape): the general reader
     if (!copied) {
       scratch.clear();
       copied = true;
     }
     scratch.append(d + run, k - run);
-    scratch.push_back(c);
+    scratch.push_back(static_cast<char>(c));
     run = k + 2;
   }
   if (copied) scratch.append(d + run, end - run);
@@ -475,22 +480,14 @@ std::size_t docker_plain_line(const char* p, std::size_t len, std::size_t cap, s
   for (;;) {
     if (k + 2 + kDockerStdout.size() >= n || p[k] != '\\') return 0;
     if (p[k + 1] == 'n' && p[k + 2] == '"') break;
-    char c;
-    switch (p[k + 1]) {
-      case '"': c = '"'; break;
-      case '\\': c = '\\'; break;
-      case '/': c = '/'; break;
-      case 't': c = '\t'; break;
-      case 'b': c = '\b'; break;
-      case 'f': c = '\f'; break;
-      default: return 0;  // "\n" or "\r" inside the text, \u, a bad escape: parse_docker
-    }
+    const int c = p[k + 1] == 'n' || p[k + 1] == 'r' ? -1 : one_char_escape(p[k + 1]);
+    if (c < 0) return 0;  // "\n" or "\r" inside the text, \u, a bad escape: parse_docker
     if (!copied) {
       scratch.clear();
       copied = true;
     }
     scratch.append(p + run, k - run);
-    scratch.push_back(c);
+    scratch.push_back(static_cast<char>(c));
     run = k + 2;
     k = find_log_end_avx2(p, run, n);
   }

@@ -6,6 +6,9 @@
 //   assembling — per channel (raw/malformed, stdout, stderr), the message bytes of one logical line are cut into
 //               segments at CR (and caret "^M"), each capped at max_line_bytes, then cleaned of ANSI codes, given a
 //               time and level and appended to the batch.
+// Whole lines that need none of that (plain raw lines; CRI 'F' and docker lines whose message is plain) are taken
+// many at a time, one pass over each, and make exactly the records the three stages would (unit tests and
+// fuzz_decode compare the two ways).
 // Complete lines are handled straight from the caller's bytes; only lines that span feed() calls are copied, into
 // buffers whose capacity is kept, so steady-state decoding does not allocate.
 // Why one file of ~600 lines: the three stages are one per-stream state machine (framing hands unwrapping a view into
@@ -534,50 +537,52 @@ struct Decoder::Impl {
     }
   }
 
-  // CRI lines from bytes[i] on that are whole in `bytes`, tagged 'F' and plain (no CR, ESC or '^' in header or
-  // message, the message at most max_line bytes), each one record, as feed_wrapped, physical_line and take make it
-  // -- with one pass over each line instead of three (the line end, then the message's special bytes, then the
-  // copy). The index after the last one taken (i when none was: feed_wrapped takes the next line).
-  std::size_t feed_cri_plain(std::string_view bytes, std::size_t i, RecordBatch& out) {
-    const char* const base = bytes.data();
-    const std::size_t n = bytes.size();
-    while (i < n && line_buf.empty() && !line_over) {
-      const char* p = base + i;
-      const std::size_t len = n - i;
-      prefetch_ahead(p, len);
-      const std::size_t k = find_special(p, std::min(len, wrap_cap + 1));
-      if (k >= len || p[k] != '\n' || k > wrap_cap) return i;
-      const std::string_view line(p, k);
-      CriLine h;
-      if (!decode_detail::parse_cri(line, h, &clock)) return i;  // malformed: counted there
-      const std::string_view message = line.substr(h.message);
-      if (h.partial || message.size() > max_line || chan[h.is_stderr ? kStderr : kStdout].open) return i;
-      if (!message.empty()) emit_clean(message, line_no, line_start, h.time, false, out);
-      pos += k + 1;
-      end_physical_line();
-      i += k + 1;
-    }
-    return i;
+  // A whole wrapped line at p that is one record as it is: its length (the index of its '\n'), message, stream and
+  // time. length 0: the line is not one (feed_wrapped, physical_line and take read it).
+  struct PlainLine {
+    std::size_t length = 0;
+    std::string_view message;
+    bool is_stderr = false;
+    std::optional<Time> time;
+  };
+
+  // CRI: tagged 'F', no CR, ESC or '^' in header or message -- the header holds none, so one pass from the line start
+  // finds the line's end and tells that the message is plain.
+  PlainLine plain_cri(const char* p, std::size_t len) {
+    const std::size_t k = find_special(p, std::min(len, wrap_cap + 1));
+    if (k >= len || p[k] != '\n' || k > wrap_cap) return {};
+    const std::string_view line(p, k);
+    CriLine h;
+    if (!decode_detail::parse_cri(line, h, &clock) || h.partial) return {};  // malformed: counted there
+    return {k, line.substr(h.message), h.is_stderr, h.time};
   }
 
-  // Docker lines from bytes[i] on that are whole in `bytes`, in the driver's own layout and plain (see
-  // docker_plain_line), each one record, as feed_wrapped, physical_line and take make it; the index after the last
-  // one taken (i when none was).
-  std::size_t feed_docker_plain(std::string_view bytes, std::size_t i, RecordBatch& out) {
+  // Docker: the driver's own layout, plain (see docker_plain_line).
+  PlainLine plain_docker(const char* p, std::size_t len) {
+    DockerLine dl;
+    std::string_view log;
+    const std::size_t k = decode_detail::docker_plain_line(p, len, wrap_cap, json, log, dl, &clock);
+    if (k == 0) return {};
+    return {k, log, dl.is_stderr, dl.time};
+  }
+
+  // Wrapped lines from bytes[i] on that are whole in `bytes` and plain, each one record, as feed_wrapped,
+  // physical_line and take make it -- with one pass over each line instead of three (the line end, then the
+  // message's special bytes, then the copy). The index after the last one taken (i when none was: feed_wrapped takes
+  // the next line).
+  std::size_t feed_wrapped_plain(std::string_view bytes, std::size_t i, RecordBatch& out) {
     const char* const base = bytes.data();
     const std::size_t n = bytes.size();
     while (i < n && line_buf.empty() && !line_over) {
       const char* p = base + i;
       const std::size_t len = n - i;
       prefetch_ahead(p, len);
-      DockerLine dl;
-      std::string_view log;
-      const std::size_t k = decode_detail::docker_plain_line(p, len, wrap_cap, json, log, dl, &clock);
-      if (k == 0 || log.size() > max_line || chan[dl.is_stderr ? kStderr : kStdout].open) return i;
-      if (!log.empty()) emit_clean(log, line_no, line_start, dl.time, false, out);
-      pos += k + 1;
+      const PlainLine l = fmt == ContainerFormat::cri ? plain_cri(p, len) : plain_docker(p, len);
+      if (l.length == 0 || l.message.size() > max_line || chan[l.is_stderr ? kStderr : kStdout].open) return i;
+      if (!l.message.empty()) emit_clean(l.message, line_no, line_start, l.time, false, out);
+      pos += l.length + 1;
       end_physical_line();
-      i += k + 1;
+      i += l.length + 1;
     }
     return i;
   }
@@ -666,7 +671,7 @@ struct Decoder::Impl {
         if (i >= bytes.size()) break;
       }
       if (fmt == ContainerFormat::cri || fmt == ContainerFormat::docker) {
-        i = fmt == ContainerFormat::cri ? feed_cri_plain(bytes, i, out) : feed_docker_plain(bytes, i, out);
+        i = feed_wrapped_plain(bytes, i, out);
         if (i >= bytes.size()) break;
       }
       if (fmt == ContainerFormat::raw) i = feed_raw(bytes, i, out);

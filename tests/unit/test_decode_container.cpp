@@ -112,6 +112,32 @@ TEST_CASE("CRI: lines that do not fit are kept as raw text and counted", "[decod
   CHECK(r[2].from_log);  // the message itself starts with an RFC 3339 time
 }
 
+namespace {
+
+// `log` fed whole and fed one byte at a time, as `format` and auto-detected, at three line bounds: the same records
+// and counts. It must hold malformed lines and partial entries.
+void require_whole_as_bytewise(const std::string& log, ContainerFormat format) {
+  for (std::size_t max_line : {std::size_t{64 * 1024}, std::size_t{100}, std::size_t{30}}) {
+    INFO("max_line " << max_line);
+    for (ContainerFormat f : {format, ContainerFormat::auto_detect}) {
+      DecodeStats whole_stats, bytewise_stats;
+      const auto whole = decode(log, options(f, max_line), &whole_stats);
+      const auto bytewise = decode_chunked(log, options(f, max_line), {1}, &bytewise_stats);
+      REQUIRE(whole.size() > 3000);
+      REQUIRE(bytewise.size() == whole.size());
+      for (std::size_t i = 0; i < whole.size(); ++i) REQUIRE(whole[i] == bytewise[i]);
+      CHECK(whole_stats.lines == bytewise_stats.lines);
+      CHECK(whole_stats.malformed == bytewise_stats.malformed);
+      CHECK(whole_stats.partials_joined == bytewise_stats.partials_joined);
+      CHECK(whole_stats.truncated == bytewise_stats.truncated);
+      CHECK(whole_stats.malformed > 50);
+      CHECK(whole_stats.partials_joined > 300);
+    }
+  }
+}
+
+}  // namespace
+
 TEST_CASE("CRI: lines taken whole from the bytes fed give the records that taking them piece by piece gives", "[decode]") {
   // Fed in one piece, whole plain 'F' lines take the one-pass path; fed one byte at a time no line is ever whole, so
   // every line takes the general one. Lines of every kind the one-pass path must leave to the general path: 'P'
@@ -140,23 +166,7 @@ TEST_CASE("CRI: lines taken whole from the bytes fed give the records that takin
   log += cri("2026-11-29T10:09:00Z", "stdout", 'F', std::string(70000, 'z'));  // over the wrapper's bound
   log += cri("2026-11-29T10:09:01Z", "stdout", 'F', "after the long one");
   log += cri("2026-11-29T10:09:02Z", "stderr", 'P', "open at the end");
-  for (std::size_t max_line : {std::size_t{64 * 1024}, std::size_t{100}, std::size_t{30}}) {
-    INFO("max_line " << max_line);
-    for (ContainerFormat f : {ContainerFormat::cri, ContainerFormat::auto_detect}) {
-      DecodeStats whole_stats, bytewise_stats;
-      const auto whole = decode(log, options(f, max_line), &whole_stats);
-      const auto bytewise = decode_chunked(log, options(f, max_line), {1}, &bytewise_stats);
-      REQUIRE(whole.size() > 3000);
-      REQUIRE(bytewise.size() == whole.size());
-      for (std::size_t i = 0; i < whole.size(); ++i) REQUIRE(whole[i] == bytewise[i]);
-      CHECK(whole_stats.lines == bytewise_stats.lines);
-      CHECK(whole_stats.malformed == bytewise_stats.malformed);
-      CHECK(whole_stats.partials_joined == bytewise_stats.partials_joined);
-      CHECK(whole_stats.truncated == bytewise_stats.truncated);
-      CHECK(whole_stats.malformed > 50);
-      CHECK(whole_stats.partials_joined > 300);
-    }
-  }
+  require_whole_as_bytewise(log, ContainerFormat::cri);
 }
 
 // ---- docker json-file ------------------------------------------------------------------------------------------------
@@ -265,23 +275,7 @@ TEST_CASE("docker: lines taken whole from the bytes fed give the records that ta
   log += docker(std::string(140000, 'z') + "\n", "stdout", "2026-11-29T10:09:00Z");  // over the wrapper's bound
   log += docker("after the long one\n", "stdout", "2026-11-29T10:09:01Z");
   log += docker("open at the end", "stderr", "2026-11-29T10:09:02Z");
-  for (std::size_t max_line : {std::size_t{64 * 1024}, std::size_t{100}, std::size_t{30}}) {
-    INFO("max_line " << max_line);
-    for (ContainerFormat f : {ContainerFormat::docker, ContainerFormat::auto_detect}) {
-      DecodeStats whole_stats, bytewise_stats;
-      const auto whole = decode(log, options(f, max_line), &whole_stats);
-      const auto bytewise = decode_chunked(log, options(f, max_line), {1}, &bytewise_stats);
-      REQUIRE(whole.size() > 3000);
-      REQUIRE(bytewise.size() == whole.size());
-      for (std::size_t i = 0; i < whole.size(); ++i) REQUIRE(whole[i] == bytewise[i]);
-      CHECK(whole_stats.lines == bytewise_stats.lines);
-      CHECK(whole_stats.malformed == bytewise_stats.malformed);
-      CHECK(whole_stats.partials_joined == bytewise_stats.partials_joined);
-      CHECK(whole_stats.truncated == bytewise_stats.truncated);
-      CHECK(whole_stats.malformed > 50);
-      CHECK(whole_stats.partials_joined > 300);
-    }
-  }
+  require_whole_as_bytewise(log, ContainerFormat::docker);
 }
 
 TEST_CASE("docker: the driver's own layout reads as the general JSON reader reads it", "[decode]") {
