@@ -21,8 +21,8 @@ struct Rec {
 };
 
 bool same(const Rec& a, const Rec& b) {
-  return a.text == b.text && a.meta.line == b.meta.line && a.meta.offset == b.meta.offset && a.meta.time == b.meta.time &&
-         a.meta.level == b.meta.level && a.meta.time_from_log == b.meta.time_from_log &&
+  return a.text == b.text && a.meta.line == b.meta.line && a.meta.offset == b.meta.offset &&
+         a.meta.time == b.meta.time && a.meta.level == b.meta.level && a.meta.time_from_log == b.meta.time_from_log &&
          a.meta.time_inherited == b.meta.time_inherited && a.meta.truncated == b.meta.truncated;
 }
 

@@ -101,7 +101,8 @@ std::optional<RevisionHistory> RevisionHistory::from_json(std::string_view text,
   if (revisions == j.end() || !revisions->is_array()) return fail("no \"revisions\" array");
   RevisionHistory out;
   for (const auto& r : *revisions) {
-    const auto revision = r.is_object() && r.contains("revision") ? json_integer<std::uint32_t>(r["revision"]) : std::nullopt;
+    const auto revision =
+        r.is_object() && r.contains("revision") ? json_integer<std::uint32_t>(r["revision"]) : std::nullopt;
     if (!revision) return fail("a revision without a number");
     RevisionEntry e;
     e.revision = *revision;
@@ -123,7 +124,9 @@ std::optional<RevisionHistory> RevisionHistory::from_json(std::string_view text,
     out.bytes_ += e.json_bytes;
     out.entries_.push_back(e);
   }
-  if (auto omitted = j.contains("omitted") ? json_integer<std::uint32_t>(j["omitted"]) : std::nullopt) out.omitted_ = *omitted;
+  if (auto omitted = j.contains("omitted") ? json_integer<std::uint32_t>(j["omitted"]) : std::nullopt) {
+    out.omitted_ = *omitted;
+  }
   // A file written with other bounds: trimmed to these (the oldest after the first go).
   while ((out.entries_.size() > kMaxEntries || out.bytes_ > kMaxBytes) && out.entries_.size() > 2) out.drop(1);
   return out;

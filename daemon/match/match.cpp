@@ -219,20 +219,27 @@ std::optional<RelaxedRegex> relax_counted_repetitions(std::string_view re) {
       ++i;
     }
     const std::string_view text = re.substr(atom, i - atom);
-    const bool one_char = c != ')' && c != '|' && c != '^' && c != '$' && !quantified_at(atom) &&
-                          !(c == '\\' && text.size() == 2 && std::string_view("bBAzC").find(text[1]) != std::string_view::npos);
+    const bool assertion =
+        c == '\\' && text.size() == 2 && std::string_view("bBAzC").find(text[1]) != std::string_view::npos;
+    const bool one_char = c != ')' && c != '|' && c != '^' && c != '$' && !quantified_at(atom) && !assertion;
     // A counted repetition {m,n} right after it, greedy?
     std::size_t lo = 0, hi = 0, end = i;
     bool counted = false;
     if (one_char && atom >= repeated_until && i < n && re[i] == '{') {
-      std::size_t j = i + 1, a = 0, b = 0;
-      bool have_a = false, have_b = false, comma = false;
-      for (; j < n && re[j] >= '0' && re[j] <= '9'; ++j) a = a * 10 + static_cast<std::size_t>(re[j] - '0'), have_a = true;
-      if (j < n && re[j] == ',') {
-        comma = true;
-        for (++j; j < n && re[j] >= '0' && re[j] <= '9'; ++j) b = b * 10 + static_cast<std::size_t>(re[j] - '0'), have_b = true;
-      }
-      if (have_a && comma && have_b && j < n && re[j] == '}' && b >= a + kRelaxFrom && !(j + 1 < n && re[j + 1] == '?')) {
+      std::size_t j = i + 1;
+      // Reads the number at j into v, j moved past it; false if there is none.
+      const auto number = [&](std::size_t& v) {
+        if (j >= n || re[j] < '0' || re[j] > '9') return false;
+        for (v = 0; j < n && re[j] >= '0' && re[j] <= '9'; ++j) v = v * 10 + static_cast<std::size_t>(re[j] - '0');
+        return true;
+      };
+      std::size_t a = 0, b = 0;
+      const bool have_a = number(a);
+      const bool comma = j < n && re[j] == ',';
+      if (comma) ++j;
+      const bool have_b = comma && number(b);
+      const bool greedy = !(j + 1 < n && re[j + 1] == '?');
+      if (have_a && have_b && j < n && re[j] == '}' && b >= a + kRelaxFrom && greedy) {
         counted = true;
         lo = a;
         hi = b;

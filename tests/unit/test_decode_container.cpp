@@ -138,7 +138,8 @@ void require_whole_as_bytewise(const std::string& log, ContainerFormat format) {
 
 }  // namespace
 
-TEST_CASE("CRI: lines taken whole from the bytes fed give the records that taking them piece by piece gives", "[decode]") {
+TEST_CASE("CRI: lines taken whole from the bytes fed give the records that taking them piece by piece gives",
+          "[decode]") {
   // Fed in one piece, whole plain 'F' lines take the one-pass path; fed one byte at a time no line is ever whole, so
   // every line takes the general one. Lines of every kind the one-pass path must leave to the general path: 'P'
   // chains open on one stream while the other writes, CR, ESC and caret codes in the message and in a tag, empty
