@@ -356,6 +356,17 @@ int one_char_escape(char e) {
   }
 }
 
+// A "log" text being unescaped into `scratch`: the plain bytes [from, from + n) before an escape, then the character
+// it stands for. The first call (copied false) starts `scratch` afresh.
+void append_unescaped(std::string& scratch, bool& copied, const char* from, std::size_t n, char c) {
+  if (!copied) {
+    scratch.clear();
+    copied = true;
+  }
+  scratch.append(from, n);
+  scratch.push_back(c);
+}
+
 // Index of the first '"' or '\\' in [p, p + n), or n.
 std::size_t find_quote_or_backslash(const char* p, std::size_t n) {
   std::size_t i = 0;
@@ -404,12 +415,7 @@ bool parse_docker_plain(std::string_view line, std::string& scratch, std::string
     }
     const int c = one_char_escape(e);
     if (c < 0) return false;  // \u (or a bad escape): the general reader
-    if (!copied) {
-      scratch.clear();
-      copied = true;
-    }
-    scratch.append(d + run, k - run);
-    scratch.push_back(static_cast<char>(c));
+    append_unescaped(scratch, copied, d + run, k - run, static_cast<char>(c));
     run = k + 2;
   }
   if (copied) scratch.append(d + run, end - run);
@@ -482,12 +488,7 @@ std::size_t docker_plain_line(const char* p, std::size_t len, std::size_t cap, s
     if (p[k + 1] == 'n' && p[k + 2] == '"') break;
     const int c = p[k + 1] == 'n' || p[k + 1] == 'r' ? -1 : one_char_escape(p[k + 1]);
     if (c < 0) return 0;  // "\n" or "\r" inside the text, \u, a bad escape: parse_docker
-    if (!copied) {
-      scratch.clear();
-      copied = true;
-    }
-    scratch.append(p + run, k - run);
-    scratch.push_back(static_cast<char>(c));
+    append_unescaped(scratch, copied, p + run, k - run, static_cast<char>(c));
     run = k + 2;
     k = find_log_end_avx2(p, run, n);
   }

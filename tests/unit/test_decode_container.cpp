@@ -1,6 +1,7 @@
 // Decode room, container formats: CRI (P/F joining), docker json-file, auto-detection, ANSI and caret notation.
 #include <catch2/catch.hpp>
 
+#include <iterator>
 #include <random>
 
 #include "decode/decode_internal.hpp"
@@ -136,6 +137,17 @@ void require_whole_as_bytewise(const std::string& log, ContainerFormat format) {
   }
 }
 
+// The message of line i of a generated log: a vLLM prefix on every third, letters of a random length (now and then
+// long), and every 13th one of the `odd` pieces in the middle.
+std::string message_of(std::mt19937& rng, int i, const std::string* odd, std::size_t odd_count) {
+  std::uniform_int_distribution<int> len(0, i % 40 == 0 ? 400 : 120);
+  std::string msg = i % 3 == 0 ? "INFO 11-29 10:08:01 [a.py:1] " : "";
+  const int n = len(rng);
+  for (int k = 0; k < n; ++k) msg.push_back(static_cast<char>('a' + (k * 5 + i) % 26));
+  if (i % 13 == 4) msg.insert(msg.size() / 2, odd[static_cast<std::size_t>(i / 13) % odd_count]);
+  return msg;
+}
+
 }  // namespace
 
 TEST_CASE("CRI: lines taken whole from the bytes fed give the records that taking them piece by piece gives",
@@ -150,11 +162,7 @@ TEST_CASE("CRI: lines taken whole from the bytes fed give the records that takin
   const std::string odd[] = {"\r", "\x1b[31m", "^[[0m", "^M", "^Mixtral", "   ", "\t", std::string("\0", 1), "\xc3\xa9"};
   std::string log = cri("2026-11-29T10:08:00Z", "stdout", 'F', "the first line tells the format");
   for (int i = 0; i < 4000; ++i) {
-    std::uniform_int_distribution<int> len(0, i % 40 == 0 ? 400 : 120);
-    std::string msg = i % 3 == 0 ? "INFO 11-29 10:08:01 [a.py:1] " : "";
-    const int n = len(rng);
-    for (int k = 0; k < n; ++k) msg.push_back(static_cast<char>('a' + (k * 5 + i) % 26));
-    if (i % 13 == 4) msg.insert(msg.size() / 2, odd[(i / 13) % 9]);
+    std::string msg = message_of(rng, i, odd, std::size(odd));
     const char* stream = i % 5 == 0 ? "stderr" : "stdout";
     const char tag = i % 11 == 7 ? 'P' : 'F';
     const std::string& time = times[i % 29 == 0 ? 4 : (i / 3) % 6 == 4 ? 0 : (i / 3) % 6];
@@ -256,11 +264,7 @@ TEST_CASE("docker: lines taken whole from the bytes fed give the records that ta
   const std::string odd[] = {"\"", "\t", "\x1b[31m", "^[[0m", "\r", "\n", "\\", "\xc3\xa9", "^M", std::string("\0", 1)};
   std::string log = docker("the first line tells the format\n", "stdout", "2026-11-29T10:08:00Z");
   for (int i = 0; i < 4000; ++i) {
-    std::uniform_int_distribution<int> len(0, i % 40 == 0 ? 400 : 120);
-    std::string msg = i % 3 == 0 ? "INFO 11-29 10:08:01 [a.py:1] " : "";
-    const int n = len(rng);
-    for (int k = 0; k < n; ++k) msg.push_back(static_cast<char>('a' + (k * 5 + i) % 26));
-    if (i % 13 == 4) msg.insert(msg.size() / 2, odd[(i / 13) % 10]);
+    std::string msg = message_of(rng, i, odd, std::size(odd));
     if (i % 11 != 7) msg += "\n";  // else a partial entry
     const char* stream = i % 5 == 0 ? "stderr" : "stdout";
     const char* time = times[i % 29 == 0 ? 4 : (i / 3) % 6 == 4 ? 0 : (i / 3) % 6];
