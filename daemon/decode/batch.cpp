@@ -19,21 +19,22 @@ bool blank_lines(const char* from, const char* to) {
 }
 }  // namespace
 
-void RecordBatch::append(RecordMeta meta, std::string_view text) {
+RecordMeta& RecordBatch::append(std::string_view text) {
   // The last span grows when it is the batch's own and ends where the buffer does.
   if (spans_.empty() || spans_.back().referred != nullptr || spans_.back().own + spans_.back().size != buffer_.size()) {
     spans_.push_back(Run{nullptr, buffer_.size(), bytes_, 0});
   }
-  meta.text_begin = static_cast<std::uint32_t>(bytes_);
-  meta.text_size = static_cast<std::uint32_t>(text.size());
+  RecordMeta& m = records_.emplace_back();
+  m.text_begin = static_cast<std::uint32_t>(bytes_);
+  m.text_size = static_cast<std::uint32_t>(text.size());
   buffer_.append(text);
   buffer_.push_back('\n');
   spans_.back().size += text.size() + 1;
   bytes_ += text.size() + 1;
-  records_.push_back(meta);
+  return m;
 }
 
-void RecordBatch::append_in_place(RecordMeta meta, std::string_view text) {
+RecordMeta& RecordBatch::append_in_place(std::string_view text) {
   std::size_t gap = 0;
   bool joins = false;
   if (!spans_.empty() && spans_.back().referred != nullptr) {
@@ -44,11 +45,28 @@ void RecordBatch::append_in_place(RecordMeta meta, std::string_view text) {
     }
   }
   if (!joins) spans_.push_back(Run{text.data(), 0, bytes_, 0});
-  meta.text_begin = static_cast<std::uint32_t>(bytes_ + gap);
-  meta.text_size = static_cast<std::uint32_t>(text.size());
+  RecordMeta& m = records_.emplace_back();
+  m.text_begin = static_cast<std::uint32_t>(bytes_ + gap);
+  m.text_size = static_cast<std::uint32_t>(text.size());
   spans_.back().size += gap + text.size() + 1;
   bytes_ += gap + text.size() + 1;
-  records_.push_back(meta);
+  return m;
+}
+
+namespace {
+// `meta` with the text fields of `placed` (a record just appended).
+void fill(RecordMeta& placed, const RecordMeta& meta) {
+  const std::uint32_t begin = placed.text_begin, size = placed.text_size;
+  placed = meta;
+  placed.text_begin = begin;
+  placed.text_size = size;
+}
+}  // namespace
+
+void RecordBatch::append(const RecordMeta& meta, std::string_view text) { fill(append(text), meta); }
+
+void RecordBatch::append_in_place(const RecordMeta& meta, std::string_view text) {
+  fill(append_in_place(text), meta);
 }
 
 std::size_t RecordBatch::append_lines_in_place(const RecordMeta& meta, const char* run, const std::uint32_t* ends,

@@ -1,6 +1,8 @@
 // Container log wrappers: the Kubernetes CRI line format and docker's json-file driver. The docker parser is a
 // small dedicated JSON reader (object of strings, other values skipped) so the hot path needs no JSON library.
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cstring>
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -33,15 +35,44 @@ std::optional<ContainerFormat> parse_container_format(std::string_view text) {
 namespace decode_detail {
 namespace {
 
+// The value of the 8 decimal digits at p (the first the most significant), or -1 if any of them is not a digit.
+std::int64_t eight_digits(const char* p) {
+  std::uint64_t v;
+  std::memcpy(&v, p, 8);
+  // Each byte 0x30..0x39: its high nibble 3, and adding 6 does not carry into it.
+  if (((v & 0xF0F0F0F0F0F0F0F0ull) | (((v + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) !=
+      0x3333333333333333ull) {
+    return -1;
+  }
+  if constexpr (std::endian::native != std::endian::little) {
+    std::int64_t r = 0;
+    for (int i = 0; i < 8; ++i) r = r * 10 + (p[i] - '0');
+    return r;
+  }
+  v -= 0x3030303030303030ull;
+  v = (v * 10) + (v >> 8);  // pairs of digits in every other byte
+  v = (((v & 0x000000FF000000FFull) * (100 + (1000000ull << 32))) +
+       (((v >> 16) & 0x000000FF000000FFull) * (1 + (10000ull << 32)))) >> 32;
+  return static_cast<std::int64_t>(v);
+}
+
+bool from_rfc3339(std::string_view text, Time& out) {
+  const auto t = parse_rfc3339(text);
+  if (t) out = *t;
+  return t.has_value();
+}
+
 // "<time> <stream> <tag>" header; fills `out` and returns the index just after the tag, or 0.
 std::size_t cri_header(std::string_view line, CriLine& out, bool parse_time, WrapperClock* clock = nullptr) {
   // The timestamp is RFC 3339 with 'T' and a zone: at least "2006-01-02T15:04:05Z".
   const std::size_t sp = line.find(' ');
   if (sp == std::string_view::npos || sp < 20 || sp > 40 || line[4] != '-' || line[10] != 'T') return 0;
   if (parse_time) {
-    auto t = clock != nullptr ? clock->parse(line.substr(0, sp)) : parse_rfc3339(line.substr(0, sp));
-    if (!t) return 0;
-    out.time = *t;
+    if (clock != nullptr) {
+      if (!clock->parse(line.substr(0, sp), out.time)) return 0;
+    } else if (!from_rfc3339(line.substr(0, sp), out.time)) {
+      return 0;
+    }
   }
   std::size_t p = sp + 1;
   const std::string_view s = line.substr(p, 7);
@@ -239,34 +270,46 @@ bool decode_string(Json& j, std::string& out, bool& ran_off) {
 
 }  // namespace
 
-std::optional<Time> WrapperClock::parse(std::string_view text) {
-  if (text.size() <= kPrefix) return parse_rfc3339(text);
+bool WrapperClock::parse(std::string_view text, Time& out) {
+  if (text.size() <= kPrefix) return from_rfc3339(text, out);
   if (!valid_ || std::memcmp(text.data(), prefix_, kPrefix) != 0) {
     char whole[kPrefix + 1];
     std::memcpy(whole, text.data(), kPrefix);
     whole[kPrefix] = 'Z';
     const auto base = parse_rfc3339(std::string_view(whole, sizeof whole));
     valid_ = base.has_value();
-    if (!valid_) return parse_rfc3339(text);
+    if (!valid_) return from_rfc3339(text, out);
     std::memcpy(prefix_, text.data(), kPrefix);
     base_ = *base;
   }
   // The rest: ['.' or ',' digits] then 'Z' or 'z', read as parse_rfc3339 reads it (digits past nanoseconds ignored).
   std::size_t p = kPrefix;
+  const char* d = text.data();
+  const char sep = d[p];
+  // The runtimes' own form, nine digits and 'Z', first: eight digits at once, then the ninth.
+  if (text.size() == kPrefix + 11 && (sep == '.' || sep == ',') && d[p + 9] >= '0' && d[p + 9] <= '9' &&
+      (d[p + 10] == 'Z' || d[p + 10] == 'z')) {
+    const std::int64_t high = eight_digits(d + p + 1);
+    if (high >= 0) {
+      out = base_ + Duration(high * 10 + (d[p + 9] - '0'));
+      return true;
+    }
+  }
   std::int64_t nanos = 0;
-  if (text[p] == '.' || text[p] == ',') {
+  if (sep == '.' || sep == ',') {
     ++p;
     const std::size_t start = p;
     std::int64_t scale = 100'000'000;
-    while (p < text.size() && text[p] >= '0' && text[p] <= '9') {
-      nanos += (text[p] - '0') * scale;
+    while (p < text.size() && d[p] >= '0' && d[p] <= '9') {
+      nanos += (d[p] - '0') * scale;
       scale /= 10;
       ++p;
     }
-    if (p == start) return parse_rfc3339(text);
+    if (p == start) return from_rfc3339(text, out);
   }
-  if (p + 1 != text.size() || (text[p] != 'Z' && text[p] != 'z')) return parse_rfc3339(text);
-  return base_ + Duration(nanos);
+  if (p + 1 != text.size() || (d[p] != 'Z' && d[p] != 'z')) return from_rfc3339(text, out);
+  out = base_ + Duration(nanos);
+  return true;
 }
 
 bool parse_cri(std::string_view line, CriLine& out, WrapperClock* clock) {
@@ -435,7 +478,8 @@ bool parse_docker_plain(std::string_view line, std::string& scratch, std::string
   const std::string_view time = line.substr(p, t_end - p);
   if (time.find('\\') != std::string_view::npos) return false;
   out = DockerLine{};
-  out.time = clock != nullptr ? clock->parse(time) : parse_rfc3339(time);
+  Time t;
+  if (clock != nullptr ? clock->parse(time, t) : from_rfc3339(time, t)) out.time = t;
   out.is_stderr = is_stderr;
   out.has_stream = true;
   out.partial = partial;
@@ -466,6 +510,21 @@ __attribute__((target("avx2"))) std::size_t find_log_end_avx2(const char* p, std
     if (c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\x1b' || c == '^') return i;
   }
   return n;
+}
+
+// Index of the first '"', '\n' or '\\' in [p + i, p + n), or n: the end of a docker line's time, which is about 30
+// bytes, so one 32-byte look mostly finds it.
+__attribute__((target("avx2"))) std::size_t find_time_end_avx2(const char* p, std::size_t i, std::size_t n) {
+  const __m256i quote = _mm256_set1_epi8('"'), lf = _mm256_set1_epi8('\n'), backslash = _mm256_set1_epi8('\\');
+  for (; i + 32 <= n; i += 32) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i));
+    const __m256i hit = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, lf)),
+                                        _mm256_cmpeq_epi8(v, backslash));
+    const auto mask = static_cast<unsigned>(_mm256_movemask_epi8(hit));
+    if (mask != 0) return i + static_cast<std::size_t>(__builtin_ctz(mask));
+  }
+  while (i < n && p[i] != '"' && p[i] != '\n' && p[i] != '\\') ++i;
+  return i;
 }
 #endif
 
@@ -503,13 +562,16 @@ std::size_t docker_plain_line(const char* p, std::size_t len, std::size_t cap, s
   }
   at += kDockerStdout.size();
   // The time, then "}" and the line's end; no '\n' or '\\' inside (parse_docker would see another line or escape).
-  std::size_t t_end = at;
-  while (t_end < n && p[t_end] != '"' && p[t_end] != '\n' && p[t_end] != '\\') ++t_end;
+  const std::size_t t_end = find_time_end_avx2(p, at, n);
   if (t_end + 2 >= n || p[t_end] != '"' || p[t_end + 1] != '}' || p[t_end + 2] != '\n') return 0;
   const std::string_view time(p + at, t_end - at);
-  out = DockerLine{};
-  out.time = clock != nullptr ? clock->parse(time) : parse_rfc3339(time);
+  // Each field set on its own: assigning a whole DockerLine{} cleared it with a slow string store on every line.
+  Time t;
+  if (clock != nullptr ? clock->parse(time, t) : from_rfc3339(time, t)) out.time = t;
+  else out.time.reset();
   out.is_stderr = is_stderr;
+  out.partial = false;
+  out.truncated = false;
   out.has_stream = true;
   log = copied ? std::string_view(scratch) : std::string_view(p + kDockerHead.size(), k - kDockerHead.size());
   return t_end + 2;

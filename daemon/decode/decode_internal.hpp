@@ -23,7 +23,10 @@ std::size_t strip_ansi(char* data, std::size_t size);
 // fraction and 'Z' (the container runtimes' form), else the whole text goes to parse_rfc3339. Same results.
 class WrapperClock {
  public:
-  std::optional<Time> parse(std::string_view text);
+  // The time `text` gives, into `out`; false (out untouched) where parse_rfc3339 gives none. (A bool and an out
+  // parameter rather than an optional: the optional came back through the stack, and reading its flag there right
+  // after it was written stalled every line.)
+  bool parse(std::string_view text, Time& out);
 
  private:
   static constexpr std::size_t kPrefix = 19;  // "2006-01-02T15:04:05"

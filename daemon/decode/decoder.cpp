@@ -275,7 +275,7 @@ struct Decoder::Impl {
   void emit_clean(std::string_view view, std::uint64_t line, std::uint64_t offset, const std::optional<Time>& wrap_time,
                   bool truncated, RecordBatch& out, bool refer = false) {
     if (is_blank(view)) return;
-    RecordMeta r;
+    RecordMeta& r = refer ? out.append_in_place(view) : out.append(view);
     r.stream = stream;
     r.line = line;
     r.offset = offset;
@@ -283,8 +283,6 @@ struct Decoder::Impl {
     r.time = wrap_time ? *wrap_time : read_time;
     r.time_from_log = wrap_time.has_value();
     r.deferred = 1;
-    if (refer) out.append_in_place(r, view);
-    else out.append(r, view);
     ++stats.lines;
   }
 

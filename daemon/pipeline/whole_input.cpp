@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -134,6 +135,15 @@ class PartBytes {
   std::size_t begin_ = 0, end_ = 0;
 };
 
+// A correlated batch emptied, its capacity kept, to be filled again.
+void recycle(MatchedBatch& m) {
+  m.batch.reset();
+  m.hits.clear();
+  m.anchors.clear();
+  m.bytes = 0;
+  m.lines_before = 0;
+}
+
 struct Part {
   std::size_t input = 0;
   std::size_t begin = 0;  // a line start, where the part is decoded from
@@ -155,9 +165,14 @@ class PartMatcher {
   PartMatcher(std::shared_ptr<const CompiledRules> rules, std::size_t batch_bytes)
       : scanner_(std::move(rules)), batch_bytes_(batch_bytes) {}
 
-  // `buffer`: where the part's copy goes (when the input can be copied); the result takes it along.
+  // Each batch as soon as it is matched, when the part is correlated as it is decoded (one thread): the batch is then
+  // used again for the next one instead of being kept in the result.
+  using OnBatch = std::function<void(MatchedBatch&)>;
+
+  // `buffer`: where the part's copy goes (when the input can be copied); the result takes it along. `first_line`: the
+  // input's line number at `begin` (1 when the part is decoded apart from the ones before it).
   PartResult run(const WholeInput& in, const DecodeOptions& options, std::size_t begin, std::size_t stop,
-                 PartBuffer buffer) {
+                 PartBuffer buffer, std::uint64_t first_line = 1, const OnBatch& on_batch = {}) {
     PartBytes bytes(in.bytes);
     // The copy reaches a little past `stop`, where the part's last batch ends unless a line is left open there. An
     // input that is one part (its format undecided) is read where it is: it may be any size.
@@ -166,7 +181,7 @@ class PartMatcher {
     PartResult r;
     r.begin = begin;
     Decoder decoder(in.stream, options);
-    decoder.resume_at(begin, 1);
+    decoder.resume_at(begin, first_line);
     std::size_t pos = begin;
     while (pos < bytes.size() && pos < stop) {
       MatchedBatch m = buffer.take_batch();
@@ -181,11 +196,18 @@ class PartMatcher {
       if (end >= bytes.size()) decoder.flush(in.read_time, m.batch);  // a last line without its newline
       m.bytes = end - pos;
       scanner_.scan(m.batch, m.hits, m.anchors);
-      r.batches.push_back(std::move(m));
+      if (on_batch) {
+        // Correlated while its bytes, records and hits are still in the cache, then used for the next batch.
+        on_batch(m);
+        recycle(m);
+        buffer.spare.push_back(std::move(m));
+      } else {
+        r.batches.push_back(std::move(m));
+      }
       pos = end;
     }
     r.end = pos;
-    r.lines = decoder.committed_line() - 1;
+    r.lines = decoder.committed_line() - first_line;
     r.buffer = std::move(buffer);
     return r;
   }
@@ -220,6 +242,31 @@ void Replay::feed_whole(const std::vector<WholeInput>& inputs, unsigned threads)
       begin = line_start_from(in.bytes, stop);
       if (begin >= in.bytes.size()) break;
     }
+  }
+
+  // One thread: each part is decoded where the one before it ended, its lines numbered on from that one's, and each
+  // batch correlated as soon as it is matched -- the same batches, in the same order, as the threads below correlate.
+  if (threads == 1 || parts.size() <= 1) {
+    PartMatcher matcher(rules_, batch_bytes_);
+    PartBuffer buffer;
+    std::size_t expected = 0;  // where the input's next part begins
+    std::uint64_t lines = 0;   // physical lines of the input before it
+    const auto correlate = [this](MatchedBatch& m) { pipeline_.correlate(m); };
+    for (const Part& p : parts) {
+      const WholeInput& in = inputs[p.input];
+      if (p.first) {
+        start(in.read_time);
+        expected = 0;
+        lines = 0;
+      }
+      PartResult r = matcher.run(in, p.first ? first_options[p.input] : later_options[p.input], expected, p.stop,
+                                 std::move(buffer), lines + 1, correlate);
+      if (in.done && r.end > expected) in.done(expected, r.end);
+      expected = r.end;
+      lines += r.lines;
+      buffer = std::move(r.buffer);
+    }
+    return;
   }
 
   struct Shared {
@@ -328,11 +375,7 @@ void Replay::feed_whole(const std::vector<WholeInput>& inputs, unsigned threads)
       lines += r.lines;
       // Nothing refers to the copy any more: it and the batches go back for the next parts.
       for (auto& m : r.batches) {
-        m.batch.reset();
-        m.hits.clear();
-        m.anchors.clear();
-        m.bytes = 0;
-        m.lines_before = 0;
+        recycle(m);
         r.buffer.spare.push_back(std::move(m));
       }
       r.batches.clear();

@@ -107,11 +107,16 @@ class RecordBatch {
   // The stream starts over (a new instance): no time is inherited from before.
   void forget_stream(std::uint32_t stream);
   // Appends one record, copying its text; `text` must not contain '\n'. meta.text_begin/text_size are filled in.
-  void append(RecordMeta meta, std::string_view text);
+  void append(const RecordMeta& meta, std::string_view text);
   // Appends one record whose text is followed in memory by '\n' and stays valid until clear() or materialize().
   // Nothing is copied; when it continues the previous record in memory (only blank lines in between), it joins its
   // span.
-  void append_in_place(RecordMeta meta, std::string_view text);
+  void append_in_place(const RecordMeta& meta, std::string_view text);
+  // As the two above, but the record is returned to be filled in where it lies: text_begin and text_size are set,
+  // every other field is as in RecordMeta{}. (A decoder's way: a RecordMeta passed in is copied through the stack, and
+  // reading it back right after its fields were written stalled on every line.) Valid until the next append.
+  RecordMeta& append(std::string_view text);
+  RecordMeta& append_in_place(std::string_view text);
   // Appends the lines of `run` as append_in_place() would, one record per line that is not blank: line k is
   // [run + ends[k - 1] + 1, run + ends[k]) (line 0 starts at `run`), each end a '\n'. Each record is `meta` with
   // line and offset moved on to that line (meta.line + k, meta.offset + its start). Returns the records appended.
