@@ -31,10 +31,23 @@ std::optional<Time> first_time_in(std::string_view head, const DecodeOptions& de
   head = head.substr(0, std::min(head.size(), kLookAheadBytes));
   Decoder decoder(0, decode);
   RecordBatch batch;
-  decoder.feed(head, read_time, batch);
-  decoder.flush(read_time, batch);
-  for (std::size_t i = 0; i < batch.size() && i < kLookAheadLines; ++i) {
-    if (batch[i].time_from_log) return batch[i].time;
+  // Decoded a piece at a time, the records referring to `head`, until a record prints a time or the look-ahead is
+  // over: a log that prints one on its first line costs one piece, not a copy of its first MiB.
+  constexpr std::size_t kPiece = 16 * 1024;
+  std::size_t looked = 0;  // records looked at
+  bool flushed = false;
+  for (std::size_t at = 0; looked < kLookAheadLines && !flushed;) {
+    if (at < head.size()) {
+      const std::size_t n = std::min(kPiece, head.size() - at);
+      decoder.feed(head.substr(at, n), read_time, batch, /*in_place=*/true);
+      at += n;
+    } else {
+      decoder.flush(read_time, batch);  // a last line without its newline
+      flushed = true;
+    }
+    for (; looked < batch.size() && looked < kLookAheadLines; ++looked) {
+      if (batch[looked].time_from_log) return batch[looked].time;
+    }
   }
   return std::nullopt;
 }

@@ -207,3 +207,35 @@ TEST_CASE("the progress line: bytes of the size, lines per second, time left", "
         "scan pod.log.gz: 512.0 MiB of 2.0 GiB (25%), 750.0k lines/s, 12 s left");
   CHECK(ScanProgress::line("stdin", 100, 0, 10, 2.0) == "scan stdin: 100 B, 5 lines/s");
 }
+
+TEST_CASE("a file's first time: the first line among its first 1000 that prints one, read piece by piece", "[app]") {
+  using faultline::app::first_time_in;
+  using faultline::parse_rfc3339;
+  faultline::DecodeOptions raw;
+  raw.format = faultline::ContainerFormat::raw;
+  raw.time.reference = *parse_rfc3339("2026-11-29T00:00:00Z");
+  const auto read_time = *parse_rfc3339("2026-11-30T00:00:00Z");
+  const std::string timed = "2026-11-29T10:08:01.500Z INFO engine started\n";
+  // Untimed lines first, enough of them to cross several pieces (16 KiB each), then a timed line.
+  std::string untimed;
+  for (int i = 0; i < 900; ++i) untimed += "warning: banner line " + std::to_string(i) + " of the motd, nothing to see here\n";
+  REQUIRE(untimed.size() > 3 * 16 * 1024);
+  CHECK(first_time_in(untimed + timed, raw, read_time) == parse_rfc3339("2026-11-29T10:08:01.500Z"));
+  // A line cut by a piece's end is read whole: the timed line starts 5 bytes before the first piece ends.
+  const std::string across = std::string(16 * 1024 - 6, 'y') + "\n";
+  CHECK(first_time_in(across + timed, raw, read_time) == parse_rfc3339("2026-11-29T10:08:01.500Z"));
+  // The last line without its newline still counts.
+  CHECK(first_time_in(untimed + timed.substr(0, timed.size() - 1), raw, read_time) ==
+        parse_rfc3339("2026-11-29T10:08:01.500Z"));
+  // Past the first 1000 lines, or in none: no time.
+  std::string many;
+  for (int i = 0; i < 1000; ++i) many += "plain " + std::to_string(i) + "\n";
+  CHECK_FALSE(first_time_in(many + timed, raw, read_time).has_value());
+  CHECK_FALSE(first_time_in(untimed, raw, read_time).has_value());
+  CHECK_FALSE(first_time_in("", raw, read_time).has_value());
+  // A CRI file: the wrapper's time is the line's.
+  faultline::DecodeOptions autod = raw;
+  autod.format = faultline::ContainerFormat::auto_detect;
+  CHECK(first_time_in("2026-11-29T10:08:02.25Z stdout F no time in the message\n", autod, read_time) ==
+        parse_rfc3339("2026-11-29T10:08:02.25Z"));
+}
