@@ -345,6 +345,32 @@ void header(Writer& w, const std::vector<ParsedSource>& sources, bool content_ha
   }
 }
 
+// Whether `entry` starts with what header() writes for these sources; `size` gets that header's size. Compared piece
+// by piece, so the sources' texts are not copied into a header of their own first.
+bool header_matches(std::string_view entry, const std::vector<ParsedSource>& sources, bool content_hash,
+                    std::size_t& size) {
+  std::size_t at = 0;
+  const auto take = [&](std::string_view want) {
+    if (entry.substr(at, want.size()) != want) return false;
+    at += want.size();
+    return true;
+  };
+  Writer start;
+  start.str(kFormat);
+  start.str(build_id());
+  start.flag(content_hash);
+  start.num<std::uint32_t>(static_cast<std::uint32_t>(sources.size()));
+  if (!take(start.out)) return false;
+  for (const auto& s : sources) {
+    Writer path;
+    path.str(s.path);
+    path.num<std::uint32_t>(static_cast<std::uint32_t>(s.text.size()));
+    if (!take(path.out) || !take(s.text)) return false;
+  }
+  size = at;
+  return true;
+}
+
 }  // namespace
 
 std::string encode_file_rules(const std::vector<FileRules>& parsed) {
@@ -377,11 +403,10 @@ std::optional<std::vector<FileRules>> load_parsed(const std::string& dir, const 
   if (dir.empty() || build_id().empty()) return std::nullopt;
   auto bytes = read_file(entry_path(dir, sources, content_hash));
   if (!bytes) return std::nullopt;
-  Writer expected;
-  header(expected, sources, content_hash);
   const std::string_view entry(*bytes);
-  if (entry.substr(0, expected.out.size()) != expected.out) return std::nullopt;  // other sources: a hash collision
-  auto parsed = decode_file_rules(entry.substr(expected.out.size()));
+  std::size_t header_size = 0;
+  if (!header_matches(entry, sources, content_hash, header_size)) return std::nullopt;  // other sources: a collision
+  auto parsed = decode_file_rules(entry.substr(header_size));
   if (!parsed || parsed->size() != sources.size()) return std::nullopt;
   for (std::size_t i = 0; i < sources.size(); ++i) (*parsed)[i].text = sources[i].text;
   return parsed;

@@ -569,6 +569,16 @@ TEST_CASE("the parsed-rules cache: what it holds is used, a changed file is pars
   bytes.replace(at, 11, "other title");
   std::ofstream(entries[0], std::ios::binary | std::ios::trunc) << bytes;
   CHECK(load_rules({dir}, cached).rules.rules.at(0).title == "other title");
+  // An entry for other sources (its header's copy of the file differs by a byte, as a hash collision would have it)
+  // is a miss: the file is parsed, and the entry's "other title" does not show.
+  const std::size_t in_header = bytes.find("first title");
+  REQUIRE(in_header < at);
+  for (std::size_t k : {in_header, in_header + 10}) {
+    std::string collided = bytes;
+    collided[k] = 'X';
+    std::ofstream(entries[0], std::ios::binary | std::ios::trunc) << collided;
+    CHECK(load_rules({dir}, cached).rules.rules.at(0).title == "first title");
+  }
 
   // Every shorter entry (cut anywhere) is a miss: the file is parsed again.
   for (std::size_t cut = 0; cut < bytes.size(); cut += 1 + cut / 8) {
