@@ -8,7 +8,8 @@
 // it): that part then ended later, and the part after it is decoded again from where it really begins.
 // Where the input can be copied (WholeInput::copy), a part is decoded from a copy of its bytes in a buffer of its
 // own, which goes back to a pool once the part is correlated; only a line that runs past the copy is read where it
-// is.
+// is. On one thread the parts are taken in order, each from where the one before it ended, and each batch is
+// correlated as soon as it is matched, while its bytes, records and hits are still in the cache.
 #include <sys/mman.h>
 
 #include <algorithm>
