@@ -311,7 +311,8 @@ def scan_run(b: dict, rules: str, path: str, cache: str | None, jobs: int | None
 
 
 def hs_scan(b: dict, progs: dict, path: str, split: bool = False) -> dict:
-    r = Run([b["hs_limit"], "--strategies", "split,buffered" if split else "buffered", "--json", progs["hs"], path])
+    r = Run([b["hs_limit"], "--strategies", "split,buffered" if split else "buffered", "--reps", "3", "--json", progs["hs"],
+             path])
     doc = json.loads(r.out)
     st = [s for s in doc["strategies"] if s["name"] == "buffered"][0]
     out = {"wall": r.wall, "cpu": r.cpu, "others": r.others, "scan_wall": st["seconds"],

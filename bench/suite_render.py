@@ -60,7 +60,9 @@ def render(raw: dict) -> str:
         L.append("")
         L.append("Corpus: `gen_corpus.py --lines %d --seed 1 --inject 2e-05` (raw), %.1f MB. The raw limit is "
                  "`hs_limit --strategies buffered` on the same patterns: one `hs_scan` per 1 MiB of the file already in "
-                 "memory, nothing else (no decoding, no per-line work); its MB/s counts scan time only. `faultline "
+                 "memory, nothing else (no decoding, no per-line work); its MB/s counts scan time only, median of 3 "
+                 "repetitions in one process. fl_count's stages are likewise the median of 3 repetitions in one process "
+                 "(the first pays first-use costs, ~50 ms, that a whole `scan` counts once). `faultline "
                  "scan` is the whole process (start-up, reading the file, decoding, matching, correlating, "
                  "incidents). Other processes used %s cores meanwhile."
                  % (sc["lines"], B / 1e6, fmt(others, 1)))
@@ -121,10 +123,13 @@ def render(raw: dict) -> str:
         L.append("")
         L.append("Full catalog, database cached. Corpora: A %s; B %s; B-cri and B-docker: B as the runtimes write it "
                  "(`wrap_corpus.py`: CRI lines, docker json-file entries with Docker's escapes; lines over 4 KB split into "
-                 "P fragments / partial entries). Raw limit: `hs_limit --strategies buffered`, scan CPU only. "
+                 "P fragments / partial entries). Raw limit: `hs_limit --strategies buffered`, scan CPU only, median of 3 "
+                 "repetitions. "
                  "`scan -j 1`: the whole process on one thread (start-up included), CPU; ÷ limit = the limit's CPU time ÷ "
                  "scan's. `scan` (every core, %d here): wall. Pipeline: `fl_count --stages pipeline` (decode + match + "
-                 "correlate in memory, as `scan -j 1` drives it), CPU. Daemon's path: `fl_count --stages feed`, the same "
+                 "correlate in memory, as `scan -j 1` drives it), CPU, median of 3 repetitions in one process (the first "
+                 "pays first-use costs that the whole-process figure counts once). Daemon's path: `fl_count --stages feed`, "
+                 "the same "
                  "pipeline fed 1 MiB reads as `run` feeds a tailed file, CPU."
                  % (CORPUS_NAMES["A"], CORPUS_NAMES["B"], co.get("cores", 0)))
         L.append("")

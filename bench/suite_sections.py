@@ -83,7 +83,7 @@ def section_scan(ctx: dict) -> dict:
             r["rg"] = {"wall": rr.wall, "cpu": rr.cpu, "others": rr.others, "union": u}
         r["faultline_cold"] = scan_run(b, rs["dir"], path, None)
         fc = Run([b["fl_count"], "--rules", rs["dir"], "--cache", cache, "--levels", "--stages", "decode,scan,pipeline",
-                  "--json", path])
+                  "--reps", "3", "--json", path])
         r["stages"] = json.loads(fc.out)
         rounds.append(r)
     return {"rounds": rounds, "bytes": os.path.getsize(path), "lines": ctx["corpus_lines"]}
@@ -106,7 +106,7 @@ def section_corpora(ctx: dict) -> dict:
                 r = {"hs": hs_scan(b, rs["progs"], path), "faultline": scan_run(b, rs["dir"], path, cache),
                      "faultline_all": scan_run(b, rs["dir"], path, cache, jobs=None)}
                 fc = Run([b["fl_count"], "--rules", rs["dir"], "--cache", cache, "--levels", "--stages", "pipeline,feed",
-                          "--json", path])
+                          "--reps", "3", "--json", path])
                 r["stages"] = json.loads(fc.out)
                 rounds.append(r)
             out["%s/%d" % (name, lines)] = {"corpus": name, "lines": lines, "bytes": os.path.getsize(path),
@@ -186,7 +186,7 @@ def section_scaling(ctx: dict) -> dict:
             r[s] = {"faultline": scan_run(b, rs["dir"], path, cache), "hs": hs_scan(b, rs["progs"], path),
                     "empty": scan_run(b, rs["dir"], ctx["empty"], cache), "patterns": len(rs["patterns"])}
             fc = Run([b["fl_count"], "--rules", rs["dir"], "--cache", cache, "--levels", "--stages",
-                      "decode,scan,pipeline", "--json", path])
+                      "decode,scan,pipeline", "--reps", "3", "--json", path])
             r[s]["stages"] = json.loads(fc.out)
         rounds.append(r)
     return {"rounds": rounds, "bytes": os.path.getsize(path), "lines": line_count(path)}
