@@ -2,12 +2,14 @@
 #include "faultline/durable_file.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 namespace faultline {
 
@@ -99,6 +101,52 @@ Result<std::string> read_file(const std::string& path) {
   ::close(fd);
   out.resize(got);
   return out;
+}
+
+ReadOnlyMapping::ReadOnlyMapping(ReadOnlyMapping&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+
+ReadOnlyMapping& ReadOnlyMapping::operator=(ReadOnlyMapping&& other) noexcept {
+  if (this != &other) {
+    if (data_ != nullptr) ::munmap(data_, size_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+ReadOnlyMapping::~ReadOnlyMapping() {
+  if (data_ != nullptr) ::munmap(data_, size_);
+}
+
+Result<ReadOnlyMapping> map_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error::from_errno("cannot open", path);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    Error e = Error::from_errno("cannot stat", path);
+    ::close(fd);
+    return e;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Error{"cannot map " + path + ": not a regular file"};
+  }
+  ReadOnlyMapping m;
+  if (st.st_size > 0) {
+    const auto size = static_cast<std::size_t>(st.st_size);
+    // MAP_POPULATE: the file's cached pages are mapped in this one call instead of one fault per few pages.
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (p == MAP_FAILED) {
+      Error e = Error::from_errno("cannot map", path);
+      ::close(fd);
+      return e;
+    }
+    m.data_ = p;
+    m.size_ = size;
+  }
+  ::close(fd);
+  return m;
 }
 
 }  // namespace faultline

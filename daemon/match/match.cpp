@@ -396,8 +396,10 @@ CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
 
   hs_database_t* raw_db = nullptr;
   if (!cache_file.empty()) {
-    if (auto bytes = read_file(cache_file.string())) {  // absent or unreadable: compile
-      if (hs_deserialize_database(bytes->data(), bytes->size(), &raw_db) == HS_SUCCESS) {
+    // Mapped, not read (a cache file is only ever replaced by a rename): no copy of it in fresh memory before
+    // Hyperscan's own.
+    if (auto bytes = map_file(cache_file.string())) {  // absent or unreadable: compile
+      if (hs_deserialize_database(bytes->bytes().data(), bytes->bytes().size(), &raw_db) == HS_SUCCESS) {
         result.info.from_cache = true;
       } else {
         raw_db = nullptr;

@@ -398,17 +398,19 @@ std::optional<std::vector<FileRules>> decode_file_rules(std::string_view bytes) 
   return out;
 }
 
-std::optional<std::vector<FileRules>> load_parsed(const std::string& dir, const std::vector<ParsedSource>& sources,
+std::optional<std::vector<FileRules>> load_parsed(const std::string& dir, std::vector<ParsedSource>& sources,
                                                   bool content_hash) {
   if (dir.empty() || build_id().empty()) return std::nullopt;
-  auto bytes = read_file(entry_path(dir, sources, content_hash));
-  if (!bytes) return std::nullopt;
-  const std::string_view entry(*bytes);
+  // Mapped, not read: an entry is only ever replaced by a rename (store_parsed), and mapping its cached pages costs
+  // a fraction of copying them into fresh memory.
+  auto mapped = map_file(entry_path(dir, sources, content_hash));
+  if (!mapped) return std::nullopt;
+  const std::string_view entry = mapped->bytes();
   std::size_t header_size = 0;
   if (!header_matches(entry, sources, content_hash, header_size)) return std::nullopt;  // other sources: a collision
   auto parsed = decode_file_rules(entry.substr(header_size));
   if (!parsed || parsed->size() != sources.size()) return std::nullopt;
-  for (std::size_t i = 0; i < sources.size(); ++i) (*parsed)[i].text = sources[i].text;
+  for (std::size_t i = 0; i < sources.size(); ++i) (*parsed)[i].text = std::move(sources[i].text);
   return parsed;
 }
 

@@ -28,8 +28,9 @@ struct ParsedSource {
 };
 
 // The files' parsed rules if `dir` holds them for exactly these sources, read without tests and with or without the
-// content hash; nullopt otherwise (no entry, another build, a damaged entry).
-std::optional<std::vector<FileRules>> load_parsed(const std::string& dir, const std::vector<ParsedSource>& sources,
+// content hash; nullopt otherwise (no entry, another build, a damaged entry). On a hit each source's text is moved
+// into its FileRules (the sources' texts are then empty); on a miss the sources are left as they were.
+std::optional<std::vector<FileRules>> load_parsed(const std::string& dir, std::vector<ParsedSource>& sources,
                                                   bool content_hash);
 // Keeps `parsed` (one per source, in order, without tests) for load_parsed(). Failures are ignored: a cache.
 void store_parsed(const std::string& dir, const std::vector<ParsedSource>& sources, bool content_hash,

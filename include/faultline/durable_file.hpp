@@ -4,6 +4,7 @@
 // paths.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -23,5 +24,28 @@ Result<void> sync_parent_dir(const std::string& path);
 
 // The whole content of a file; an Error names the path and the reason.
 Result<std::string> read_file(const std::string& path);
+
+// A whole file mapped read-only, its pages mapped in one call: for large files that are only ever replaced by a
+// rename (write_file_atomic), never rewritten or cut in place, such as the caches. Cheaper than read_file for them: no
+// copy and no fresh memory to fill. Move-only; unmaps when destroyed. An empty file is an empty view.
+class ReadOnlyMapping {
+ public:
+  ReadOnlyMapping() = default;
+  ReadOnlyMapping(ReadOnlyMapping&& other) noexcept;
+  ReadOnlyMapping& operator=(ReadOnlyMapping&& other) noexcept;
+  ReadOnlyMapping(const ReadOnlyMapping&) = delete;
+  ReadOnlyMapping& operator=(const ReadOnlyMapping&) = delete;
+  ~ReadOnlyMapping();
+
+  std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+
+ private:
+  friend Result<ReadOnlyMapping> map_file(const std::string& path);
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+// `path` mapped read-only; an Error names the path and the reason (a file that is not regular is refused).
+Result<ReadOnlyMapping> map_file(const std::string& path);
 
 }  // namespace faultline

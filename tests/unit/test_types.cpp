@@ -1,9 +1,13 @@
-// Unit tests for the shared vocabulary (include/faultline/types.hpp).
+// Unit tests for the shared vocabulary (include/faultline/types.hpp) and the file helpers beside it
+// (include/faultline/durable_file.hpp).
 #include <catch2/catch.hpp>
+#include <unistd.h>
 
+#include <filesystem>
 #include <random>
 #include <string>
 
+#include "faultline/durable_file.hpp"
 #include "faultline/types.hpp"
 
 using namespace faultline;
@@ -252,4 +256,45 @@ TEST_CASE("sanitize_utf8 output is always valid UTF-8 and idempotent", "[types]"
     REQUIRE(sanitize_utf8(out) == out);
     if (valid_utf8(s)) REQUIRE(out == s);
   }
+}
+
+TEST_CASE("map_file maps a whole file read-only and outlives a rename over it", "[types][durable_file]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("faultline-map-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string path = (dir / "entry.bin").string();
+
+  // Larger than a page, with every byte value, so that an offset or length mistake shows.
+  std::string content;
+  for (int i = 0; i < 3 * 4096 + 17; ++i) content.push_back(static_cast<char>(i * 7 % 256));
+  REQUIRE(write_file_atomic(path, content).ok());
+  auto mapped = map_file(path);
+  REQUIRE(mapped.ok());
+  CHECK(mapped->bytes() == content);
+
+  // An entry replaced by a rename (as the caches are) leaves the mapping of the old one intact.
+  REQUIRE(write_file_atomic(path, "new").ok());
+  CHECK(mapped->bytes() == content);
+  auto again = map_file(path);
+  REQUIRE(again.ok());
+  CHECK(again->bytes() == "new");
+
+  // Moved: the view goes along, the source is empty.
+  ReadOnlyMapping moved = std::move(*mapped);
+  CHECK(moved.bytes() == content);
+  CHECK(mapped->bytes().empty());
+
+  REQUIRE(write_file_atomic(path, "").ok());
+  auto empty = map_file(path);
+  REQUIRE(empty.ok());
+  CHECK(empty->bytes().empty());
+
+  auto missing = map_file((dir / "absent.bin").string());
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().message.find("absent.bin") != std::string::npos);
+  auto directory = map_file(dir.string());
+  REQUIRE_FALSE(directory.ok());
+  CHECK(directory.error().message.find("not a regular file") != std::string::npos);
+  fs::remove_all(dir);
 }
