@@ -177,6 +177,8 @@ int cmd_scan(const Args& args) {
   // (measured: a third of the page faults and 10 % of the CPU time of a 100k-line scan).
   ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
   ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  // The database is loaded once: on huge pages it faults in a few pages instead of hundreds.
+  place_databases_on_huge_pages();
   DecodeOptions decode;
   if (f.format) decode.format = *f.format;
   if (f.utc_offset) decode.time.utc_offset = *f.utc_offset;

@@ -5,12 +5,15 @@
 #include <hs/hs.h>
 #include <re2/re2.h>
 #include <spdlog/spdlog.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <array>
 #include <cassert>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -91,6 +94,53 @@ constexpr std::array<std::string_view, kStoryAnchorCount> kAnchorPatterns{
 };
 
 }  // namespace
+
+// Hyperscan's database memory on huge pages (place_databases_on_huge_pages): each block carries a header that says
+// how it was had, so that one free() returns blocks of either kind.
+namespace huge_databases {
+
+constexpr std::size_t kHuge = std::size_t{2} << 20;
+constexpr std::size_t kHeader = 64;            // keeps the block 64-byte aligned (Hyperscan asks for 8)
+constexpr std::size_t kFrom = std::size_t{256} << 10;  // smaller blocks come from malloc
+
+void* allocate(std::size_t size) {
+  if (size < kFrom) {
+    void* p = nullptr;
+    if (::posix_memalign(&p, kHeader, size + kHeader) != 0) return nullptr;
+    *static_cast<std::size_t*>(p) = 0;
+    return static_cast<char*>(p) + kHeader;
+  }
+  // A whole number of huge pages at a huge-page boundary: map one more, then give back what lies outside.
+  const std::size_t length = (size + kHeader + kHuge - 1) / kHuge * kHuge;
+  void* raw = ::mmap(nullptr, length + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const auto at = reinterpret_cast<std::uintptr_t>(raw);
+  const std::uintptr_t aligned = (at + kHuge - 1) & ~(kHuge - 1);
+  if (aligned > at) ::munmap(raw, aligned - at);
+  if (const std::uintptr_t tail = at + length + kHuge - (aligned + length); tail > 0)
+    ::munmap(reinterpret_cast<void*>(aligned + length), tail);
+  auto* block = reinterpret_cast<char*>(aligned);
+#if defined(MADV_HUGEPAGE)
+  ::madvise(block, length, MADV_HUGEPAGE);
+#endif
+  *reinterpret_cast<std::size_t*>(block) = length;
+  return block + kHeader;
+}
+
+void release(void* p) {
+  if (p == nullptr) return;
+  char* block = static_cast<char*>(p) - kHeader;
+  const std::size_t length = *reinterpret_cast<const std::size_t*>(block);
+  if (length == 0) std::free(block);
+  else ::munmap(block, length);
+}
+
+}  // namespace huge_databases
+
+void place_databases_on_huge_pages() {
+  static std::once_flag once;
+  std::call_once(once, [] { hs_set_database_allocator(huge_databases::allocate, huge_databases::release); });
+}
 
 std::string_view to_string(StoryAnchor anchor) {
   switch (anchor) {

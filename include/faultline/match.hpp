@@ -87,6 +87,12 @@ struct CompileResult {
 // Compiles every event of `rules`. Each failing pattern is reported (rule, event, pattern, position).
 CompileResult compile_rules(RuleSet rules, const CompileOptions& options = {});
 
+// From now on the process's Hyperscan databases lie on transparent huge pages where the system offers them: loading
+// one faults its memory in 2 MiB at a time instead of 4 KiB, for up to 2 MiB more resident memory per database. For
+// a short-lived process that loads a database once (scan), not for the daemon, whose memory is its budget. Call
+// before any database is compiled or loaded; later calls do nothing.
+void place_databases_on_huge_pages();
+
 class CompiledRules {
  public:
   ~CompiledRules();
