@@ -314,10 +314,13 @@ std::optional<RelaxedRegex> relax_counted_repetitions(std::string_view re) {
 
 // RE2 for one expression, built on first use: a database read from the cache was compiled from patterns RE2
 // accepted (the cache is written only then), so start-up builds none; a scan builds those of the lines that hit.
+// Where a relaxed copy applies, the scan asks the copy, and the expression itself (whose counted repetitions make it
+// the costlier of the two to build, up to a few milliseconds) is built only when a capture is over its bound.
 struct LazyRegex {
-  std::once_flag once;
-  std::unique_ptr<RE2> re;                          // null: RE2 rejects it (reported when compiling)
-  std::vector<std::pair<int, std::string>> groups;  // (group, name) of its named captures
+  std::once_flag once;        // the relaxed copy, where one applies; else the expression itself
+  std::once_flag exact_once;  // the expression itself
+  std::unique_ptr<RE2> re;    // the expression itself, once asked for (exact_for); !ok(): RE2 rejects it
+  std::vector<std::pair<int, std::string>> groups;  // (group, name) of its named captures, set with `re`
   // Its relaxed copy (RelaxedRegex), when it has named captures and long counted repetitions.
   std::unique_ptr<RE2> relaxed;
   std::vector<std::pair<int, std::string>> relaxed_groups;  // the same names, their groups in the copy
@@ -348,31 +351,59 @@ struct CompiledRules::Impl {
   std::size_t database_bytes = 0;
   bool relax_repetitions = true;
 
-  // The expression's RE2, built on first use (thread-safe).
+  static RE2::Options options_for(bool caseless) {
+    RE2::Options options;
+    options.set_encoding(RE2::Options::EncodingLatin1);
+    options.set_case_sensitive(!caseless);
+    options.set_log_errors(false);
+    options.set_never_nl(true);
+    return options;
+  }
+
+  // The expression's RE2 for a scan, built on first use (thread-safe): its relaxed copy where one applies (`relaxed`
+  // set, `re` not built yet), else the expression itself (`re`).
   const LazyRegex& regex_for(std::size_t expr) const {
     LazyRegex& l = lazy[expr];
     std::call_once(l.once, [&] {
-      RE2::Options options;
-      options.set_encoding(RE2::Options::EncodingLatin1);
-      options.set_case_sensitive(caseless[expr] == 0);
-      options.set_log_errors(false);
-      options.set_never_nl(true);
-      l.re = std::make_unique<RE2>(regex[expr], options);
+      if (!relax_repetitions || !may_capture(regex[expr]) || !build_relaxed(l, expr)) (void)exact_for(expr);
+    });
+    return l;
+  }
+
+  // The expression itself, built on first use (thread-safe): `re` and `groups` are set.
+  const LazyRegex& exact_for(std::size_t expr) const {
+    LazyRegex& l = lazy[expr];
+    std::call_once(l.exact_once, [&] {
+      l.re = std::make_unique<RE2>(regex[expr], options_for(caseless[expr] != 0));
       if (!l.re->ok()) return;
       for (const auto& [name, index] : l.re->NamedCapturingGroups()) l.groups.emplace_back(index, name);
       std::sort(l.groups.begin(), l.groups.end());
-      if (l.groups.empty() || !relax_repetitions) return;  // a yes or no is the DFA's alone: nothing to gain
-      auto relaxed = relax_counted_repetitions(regex[expr]);
-      if (!relaxed) return;
-      auto copy = std::make_unique<RE2>(relaxed->regex, options);
-      if (!copy->ok()) return;
-      const auto& named = copy->NamedCapturingGroups();
-      for (const auto& [index, name] : l.groups) l.relaxed_groups.emplace_back(named.at(name), name);
-      for (const auto& [name, most] : relaxed->bounds) l.relaxed_bounds.emplace_back(named.at(name), most);
-      l.relaxed_count = copy->NumberOfCapturingGroups() + 1;
-      l.relaxed = std::move(copy);
     });
     return l;
+  }
+
+ private:
+  // The relaxed copy of the expression, when it has long counted repetitions and named captures (a yes or no alone
+  // is the DFA's, with nothing to gain). The copy's named groups other than the relaxed repetitions' are the
+  // expression's, in the same order: the copy only adds groups.
+  bool build_relaxed(LazyRegex& l, std::size_t expr) const {
+    auto relaxed = relax_counted_repetitions(regex[expr]);
+    if (!relaxed) return false;
+    auto copy = std::make_unique<RE2>(relaxed->regex, options_for(caseless[expr] != 0));
+    if (!copy->ok()) return false;
+    const auto& named = copy->NamedCapturingGroups();
+    const auto relaxing = [&](const std::string& name) {
+      return std::any_of(relaxed->bounds.begin(), relaxed->bounds.end(), [&](const auto& b) { return b.first == name; });
+    };
+    for (const auto& [name, index] : named) {
+      if (!relaxing(name)) l.relaxed_groups.emplace_back(index, name);
+    }
+    if (l.relaxed_groups.empty()) return false;
+    std::sort(l.relaxed_groups.begin(), l.relaxed_groups.end());
+    for (const auto& [name, most] : relaxed->bounds) l.relaxed_bounds.emplace_back(named.at(name), most);
+    l.relaxed_count = copy->NumberOfCapturingGroups() + 1;
+    l.relaxed = std::move(copy);
+    return true;
   }
 };
 
@@ -461,7 +492,7 @@ CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
   if (!raw_db) {
     // Every pattern RE2 rejects is reported, as are those Hyperscan rejects (one run shows every problem).
     for (std::size_t i = 0; i < impl->ids.size(); ++i) {
-      const LazyRegex& l = impl->regex_for(i);
+      const LazyRegex& l = impl->exact_for(i);
       if (!l.re->ok()) {
         result.diagnostics.push_back({Diagnostic::Kind::error, sources[i]->pos,
                                       "rule '" + owners[i]->id + "', event '" + sources[i]->name +
@@ -621,7 +652,7 @@ void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out, std::vector<
     std::uint8_t mask = compiled.level_mask[c.expr];
     if (mask != 0xff && !(mask & (1u << static_cast<unsigned>(batch.level(c.record))))) {
       if (s.level_filtered) {
-        const RE2* re = compiled.confirm[c.expr] != 0 ? compiled.regex_for(c.expr).re.get() : nullptr;
+        const RE2* re = compiled.confirm[c.expr] != 0 ? compiled.exact_for(c.expr).re.get() : nullptr;
         std::string_view text = batch.text(c.record);
         if (!re || (re->ok() && RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), *re))) {
           s.level_filtered(batch, c.record, compiled.ids[c.expr]);
@@ -634,7 +665,6 @@ void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out, std::vector<
     hit.event = compiled.ids[c.expr];
     if (compiled.confirm[c.expr] != 0) {
       const LazyRegex& l = compiled.regex_for(c.expr);
-      if (!l.re->ok()) continue;  // rejected: reported when compiled, never a hit
       std::string_view text = batch.text(c.record);
       const re2::StringPiece piece(text.data(), text.size());
       // The relaxed copy first (see RelaxedRegex): no match there is no match of the expression either.
@@ -647,12 +677,15 @@ void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out, std::vector<
         });
         if (within) relaxed_wanted = &l.relaxed_groups;
       }
-      // Without named captures only "does it match within the line" is asked: RE2 answers that with its DFA alone.
-      const auto& wanted = relaxed_wanted != nullptr ? *relaxed_wanted : l.groups;
+      // Else the expression itself. Without named captures only "does it match within the line" is asked: RE2
+      // answers that with its DFA alone.
+      const LazyRegex& exact = relaxed_wanted != nullptr || !l.relaxed ? l : compiled.exact_for(c.expr);
+      if (relaxed_wanted == nullptr && !exact.re->ok()) continue;  // rejected: reported when compiled, never a hit
+      const auto& wanted = relaxed_wanted != nullptr ? *relaxed_wanted : exact.groups;
       if (relaxed_wanted == nullptr) {
         int n = wanted.empty() ? 0 : wanted.back().first + 1;
         s.groups.assign(static_cast<std::size_t>(n), re2::StringPiece());
-        if (!l.re->Match(piece, 0, text.size(), RE2::UNANCHORED, s.groups.data(), n)) {
+        if (!exact.re->Match(piece, 0, text.size(), RE2::UNANCHORED, s.groups.data(), n)) {
           continue;  // the Hyperscan match spanned lines
         }
       }
