@@ -569,6 +569,7 @@ struct Decoder::Impl {
   // message's special bytes, then the copy). The index after the last one taken (i when none was: feed_wrapped takes
   // the next line).
   std::size_t feed_wrapped_plain(std::string_view bytes, std::size_t i, RecordBatch& out) {
+    if (fmt == ContainerFormat::cri) i = feed_cri_plain(bytes, i, out);
     const char* const base = bytes.data();
     const std::size_t n = bytes.size();
     while (i < n && line_buf.empty() && !line_over) {
@@ -581,6 +582,32 @@ struct Decoder::Impl {
       pos += l.length + 1;
       end_physical_line();
       i += l.length + 1;
+    }
+    return i;
+  }
+
+  // CRI lines from bytes[i] on as plain_cri takes them one by one, but framed many at a time: their ends, and that
+  // they hold no CR, ESC or '^', are found 64 bytes at a time (find_plain_lines), with no search per line. The index
+  // after the last one taken; the lines that are left (the last ones of `bytes`, or one that is not plain) go the way
+  // they went.
+  std::size_t feed_cri_plain(std::string_view bytes, std::size_t i, RecordBatch& out) {
+    constexpr std::size_t kCap = 256;
+    std::uint32_t ends[kCap];
+    const std::size_t n = std::min<std::size_t>(bytes.size(), std::numeric_limits<std::uint32_t>::max());
+    while (line_buf.empty() && !line_over) {
+      const std::size_t count = find_plain_lines(bytes.data(), i, n, wrap_cap, ends, kCap);
+      for (std::size_t k = 0; k < count; ++k) {
+        const std::string_view line(bytes.data() + i, ends[k] - i);
+        CriLine h;
+        if (!decode_detail::parse_cri(line, h, &clock) || h.partial) return i;  // malformed (counted there) or 'P'
+        const std::string_view message = line.substr(h.message);
+        if (message.size() > max_line || chan[h.is_stderr ? kStderr : kStdout].open) return i;
+        if (!message.empty()) emit_clean(message, line_no, line_start, h.time, false, out);
+        pos += line.size() + 1;
+        end_physical_line();
+        i = ends[k] + 1;
+      }
+      if (count < kCap) return i;
     }
     return i;
   }
