@@ -549,10 +549,25 @@ struct Decoder::Impl {
   PlainLine plain_cri(const char* p, std::size_t len) {
     const std::size_t k = find_special(p, std::min(len, wrap_cap + 1));
     if (k >= len || p[k] != '\n' || k > wrap_cap) return {};
-    const std::string_view line(p, k);
+    return cri_line(std::string_view(p, k));
+  }
+
+  // A whole CRI line (without its '\n') tagged 'F'; none (length 0) when it is malformed (counted where the general
+  // path reads it) or a 'P' fragment.
+  PlainLine cri_line(std::string_view line) {
     CriLine h;
-    if (!decode_detail::parse_cri(line, h, &clock) || h.partial) return {};  // malformed: counted there
-    return {k, line.substr(h.message), h.is_stderr, h.time};
+    if (!decode_detail::parse_cri(line, h, &clock) || h.partial) return {};
+    return {line.size(), line.substr(h.message), h.is_stderr, h.time};
+  }
+
+  // Takes a plain line as one record, unless it is none, its message is too long or its channel has a logical line
+  // open (the general path takes those). False when it was not taken.
+  bool take_plain(const PlainLine& l, RecordBatch& out) {
+    if (l.length == 0 || l.message.size() > max_line || chan[l.is_stderr ? kStderr : kStdout].open) return false;
+    if (!l.message.empty()) emit_clean(l.message, line_no, line_start, l.time, false, out);
+    pos += l.length + 1;
+    end_physical_line();
+    return true;
   }
 
   // Docker: the driver's own layout, plain (see docker_plain_line).
@@ -577,10 +592,7 @@ struct Decoder::Impl {
       const std::size_t len = n - i;
       prefetch_ahead(p, len);
       const PlainLine l = fmt == ContainerFormat::cri ? plain_cri(p, len) : plain_docker(p, len);
-      if (l.length == 0 || l.message.size() > max_line || chan[l.is_stderr ? kStderr : kStdout].open) return i;
-      if (!l.message.empty()) emit_clean(l.message, line_no, line_start, l.time, false, out);
-      pos += l.length + 1;
-      end_physical_line();
+      if (!take_plain(l, out)) return i;
       i += l.length + 1;
     }
     return i;
@@ -597,14 +609,7 @@ struct Decoder::Impl {
     while (line_buf.empty() && !line_over) {
       const std::size_t count = find_plain_lines(bytes.data(), i, n, wrap_cap, ends, kCap);
       for (std::size_t k = 0; k < count; ++k) {
-        const std::string_view line(bytes.data() + i, ends[k] - i);
-        CriLine h;
-        if (!decode_detail::parse_cri(line, h, &clock) || h.partial) return i;  // malformed (counted there) or 'P'
-        const std::string_view message = line.substr(h.message);
-        if (message.size() > max_line || chan[h.is_stderr ? kStderr : kStdout].open) return i;
-        if (!message.empty()) emit_clean(message, line_no, line_start, h.time, false, out);
-        pos += line.size() + 1;
-        end_physical_line();
+        if (!take_plain(cri_line(std::string_view(bytes.data() + i, ends[k] - i)), out)) return i;
         i = ends[k] + 1;
       }
       if (count < kCap) return i;
