@@ -247,8 +247,8 @@ int cmd_scan(const Args& args) {
       mapped_progress.push_back(std::make_unique<ScanProgress>(input, progress));
       ScanProgress* shown = mapped_progress.back().get();
       group.push_back(WholeInput{stream, file->bytes(), first,
-                                 [whole, shown, &replay](std::size_t from, std::size_t to) {
-                                   whole->release(from, to);
+                                 [whole, shown, &replay](std::size_t from, std::size_t to, bool read_in_place) {
+                                   if (read_in_place) whole->release(from, to);
                                    shown->update(to, whole->bytes().size(), replay.stats().lines);
                                  },
                                  [whole](std::size_t offset, char* out, std::size_t size) {

@@ -41,6 +41,21 @@ std::size_t line_start_from(std::string_view bytes, std::size_t from) {
   return nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) + 1 : bytes.size();
 }
 
+// The same, read through the input's copy where it has one, so that its pages are not faulted in (the bytes where
+// the file's pages are touched only where the copy fails).
+std::size_t line_start_from(const WholeInput& in, std::size_t from) {
+  if (!in.copy || from == 0 || from >= in.bytes.size()) return line_start_from(in.bytes, from);
+  char piece[4096];
+  for (std::size_t at = from - 1; at < in.bytes.size();) {
+    const std::size_t n = std::min(sizeof piece, in.bytes.size() - at);
+    if (!in.copy(at, piece, n)) return line_start_from(in.bytes, from);
+    const void* nl = std::memchr(piece, '\n', n);
+    if (nl != nullptr) return at + static_cast<std::size_t>(static_cast<const char*>(nl) - piece) + 1;
+    at += n;
+  }
+  return in.bytes.size();
+}
+
 // The container format the start of an input shows (auto_detect when its first 1 MiB decides nothing).
 ContainerFormat detect_format(const WholeInput& in, const DecodeOptions& options) {
   if (options.format != ContainerFormat::auto_detect) return options.format;
@@ -109,13 +124,16 @@ class PartBytes {
     end_ = end;
   }
   std::size_t size() const { return whole_.size(); }
+  // Whether any byte was read where it is (not from the copy): those pages of a mapped file are then faulted in.
+  bool read_in_place() const { return read_in_place_; }
   // Bytes [from, to): from the copy when they lie in it.
-  std::string_view view(std::size_t from, std::size_t to) const {
+  std::string_view view(std::size_t from, std::size_t to) {
     if (copy_ != nullptr && from >= begin_ && to <= end_) return {copy_ + (from - begin_), to - from};
+    read_in_place_ = read_in_place_ || to > from;
     return whole_.substr(from, to - from);
   }
   // The first line start at or after `from` (after a '\n', or the start); size() if there is none.
-  std::size_t line_start_from(std::size_t from) const {
+  std::size_t line_start_from(std::size_t from) {
     if (from >= whole_.size()) return whole_.size();
     if (from == 0 || at(from - 1) == '\n') return from;
     std::size_t scan_from = from;
@@ -124,16 +142,20 @@ class PartBytes {
       if (nl != nullptr) return begin_ + static_cast<std::size_t>(static_cast<const char*>(nl) - copy_) + 1;
       scan_from = end_;
     }
+    read_in_place_ = true;
     return faultline::line_start_from(whole_, scan_from);
   }
 
  private:
-  char at(std::size_t i) const {
-    return copy_ != nullptr && i >= begin_ && i < end_ ? copy_[i - begin_] : whole_[i];
+  char at(std::size_t i) {
+    if (copy_ != nullptr && i >= begin_ && i < end_) return copy_[i - begin_];
+    read_in_place_ = true;
+    return whole_[i];
   }
   std::string_view whole_;
   const char* copy_ = nullptr;
   std::size_t begin_ = 0, end_ = 0;
+  bool read_in_place_ = false;
 };
 
 // A correlated batch emptied, its capacity kept, to be filled again.
@@ -156,6 +178,7 @@ struct PartResult {
   std::size_t begin = 0;
   std::size_t end = 0;        // where its last batch ends
   std::uint64_t lines = 0;    // physical lines in [begin, end)
+  bool read_in_place = false; // some of its bytes were read where they are, not from its copy
   std::vector<MatchedBatch> batches;
   PartBuffer buffer;          // the copy its batches refer to
 };
@@ -209,6 +232,7 @@ class PartMatcher {
     }
     r.end = pos;
     r.lines = decoder.committed_line() - first_line;
+    r.read_in_place = bytes.read_in_place();
     r.buffer = std::move(buffer);
     return r;
   }
@@ -240,7 +264,7 @@ void Replay::feed_whole(const std::vector<WholeInput>& inputs, unsigned threads)
       const std::size_t stop = one_part ? in.bytes.size() : k * part_bytes;
       parts.push_back(Part{i, begin, stop, begin == 0});
       if (stop >= in.bytes.size()) break;
-      begin = line_start_from(in.bytes, stop);
+      begin = line_start_from(in, stop);
       if (begin >= in.bytes.size()) break;
     }
   }
@@ -262,7 +286,8 @@ void Replay::feed_whole(const std::vector<WholeInput>& inputs, unsigned threads)
       }
       PartResult r = matcher.run(in, p.first ? first_options[p.input] : later_options[p.input], expected, p.stop,
                                  std::move(buffer), lines + 1, correlate);
-      if (in.done && r.end > expected) in.done(expected, r.end);
+      // The input's first part was read where it is too, to detect its format.
+      if (in.done && r.end > expected) in.done(expected, r.end, p.first || r.read_in_place);
       expected = r.end;
       lines += r.lines;
       buffer = std::move(r.buffer);
@@ -364,14 +389,16 @@ void Replay::feed_whole(const std::vector<WholeInput>& inputs, unsigned threads)
       }
       // The part before ran on past this one's start (a line open there): this one begins where that one ended.
       if (r.begin != expected) {
+        const bool read_in_place = r.read_in_place;
         r = own.run(in, p.first ? first_options[p.input] : later_options[p.input], expected, p.stop,
                     std::move(r.buffer));
+        r.read_in_place = r.read_in_place || read_in_place;
       }
       for (auto& m : r.batches) {
         m.lines_before = lines;
         pipeline_.correlate(m);
       }
-      if (in.done && r.end > expected) in.done(expected, r.end);
+      if (in.done && r.end > expected) in.done(expected, r.end, p.first || r.read_in_place);
       expected = r.end;
       lines += r.lines;
       // Nothing refers to the copy any more: it and the batches go back for the next parts.

@@ -20,9 +20,10 @@ struct WholeInput {
   std::uint32_t stream = 0;
   std::string_view bytes;  // all of it, valid until feed_whole() returns
   Time read_time{};        // the time it is read at (what start() is given before it is fed)
-  // Called, in order, with each range [from, to) of `bytes` that no batch refers to any more (a mapped file lets
-  // those pages go). May be empty.
-  std::function<void(std::size_t from, std::size_t to)> done;
+  // Called, in order, with each range [from, to) of `bytes` that no batch refers to any more, and whether some of
+  // it was read where it is (a mapped file then lets those pages go; when every byte came through `copy`, none was
+  // faulted in and there is nothing to give back). May be empty.
+  std::function<void(std::size_t from, std::size_t to, bool read_in_place)> done;
   // Copies bytes [offset, offset + size) of `bytes` into `out`; false if it could not (the file shrank, a read
   // failed). May be empty. When set, each part is decoded from such a copy, in a buffer that is used again, and
   // `bytes` is touched only where a part begins or where a line runs past its copy: reading a file's pages through

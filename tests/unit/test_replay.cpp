@@ -2,6 +2,10 @@
 // first emission.
 #include <catch2/catch.hpp>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <functional>
@@ -269,6 +273,73 @@ TEST_CASE("feed_whole: parts decoded from copies of their bytes give the same re
     return true;
   });
   CHECK(other.size() < one.size());
+}
+
+TEST_CASE("feed_whole: with a copy that works, the input's own bytes are never read, and done() says so",
+          "[replay][parallel]") {
+  std::string text;
+  for (const auto& l : spanning_lines(5000)) text += l + "\n";
+  // The input's bytes in pages of their own, unreadable once filled: a read of them, anywhere, ends the test.
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t size = (text.size() + page - 1) / page * page;
+  void* mem = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(mem != MAP_FAILED);
+  std::memcpy(mem, text.data(), text.size());
+  REQUIRE(::mprotect(mem, size, PROT_NONE) == 0);
+  const std::string_view guarded(static_cast<const char*>(mem), text.size());
+
+  struct Done {
+    std::size_t from, to;
+    bool read_in_place;
+  };
+  const auto run = [&](std::string_view bytes, unsigned threads, std::vector<Done>& done) {
+    std::vector<std::string> out;
+    ReplayOptions options;
+    options.start = at(0);
+    options.pipeline.batch_bytes = 4096;
+    options.on_incident = [&](const Incident& i) { out.push_back(to_json(i)); };
+    Replay replay(compile_yaml(kSpanning), std::move(options));
+    const auto s = replay.add_stream(named("pod"), raw());
+    WholeInput in{s, bytes, at(0)};
+    in.copy = [&](std::size_t offset, char* to, std::size_t n) {
+      std::memcpy(to, text.data() + offset, n);
+      return true;
+    };
+    in.done = [&](std::size_t from, std::size_t to, bool read_in_place) { done.push_back({from, to, read_in_place}); };
+    replay.feed_whole({in}, threads);
+    replay.finish();
+    return out;
+  };
+  std::vector<Done> plain_done;
+  const auto expected = run(text, 1, plain_done);
+  REQUIRE(expected.size() >= 10);
+  for (unsigned threads : {1u, 3u}) {
+    INFO("threads " << threads);
+    std::vector<Done> done;
+    CHECK(run(guarded, threads, done) == expected);
+    // Ranges in order, end to end, over the whole input; only the first part (whose start may have been read to
+    // detect the format) says it was read where it is.
+    REQUIRE(done.size() > 3);
+    std::size_t next = 0;
+    for (std::size_t k = 0; k < done.size(); ++k) {
+      CHECK(done[k].from == next);
+      CHECK(done[k].read_in_place == (k == 0));
+      next = done[k].to;
+    }
+    CHECK(next == text.size());
+  }
+  ::munmap(mem, size);
+
+  // A line that runs past its part's copy (a quarter batch, at least 4 KiB, past the part) is read where it is: that
+  // part says so, and the others do not.
+  text.clear();
+  int n = 0;
+  for (const auto& l : spanning_lines(5000)) text += l + (++n % 211 == 0 ? " " + std::string(9000, 'y') : "") + "\n";
+  std::vector<Done> done;
+  run(text, 1, done);
+  const auto in_place = std::count_if(done.begin() + 1, done.end(), [](const Done& d) { return d.read_in_place; });
+  CHECK(in_place >= 1);
+  CHECK(in_place < static_cast<long>(done.size()) - 1);
 }
 
 TEST_CASE("feed_whole: an empty input and several inputs in order", "[replay][parallel]") {
