@@ -35,25 +35,69 @@ std::optional<ContainerFormat> parse_container_format(std::string_view text) {
 namespace decode_detail {
 namespace {
 
-// The value of the 8 decimal digits at p (the first the most significant), or -1 if any of them is not a digit.
-std::int64_t eight_digits(const char* p) {
-  std::uint64_t v;
-  std::memcpy(&v, p, 8);
+// The value of 8 decimal digits loaded from memory on a little-endian machine (the first byte the most significant),
+// or -1 if any of them is not a digit.
+std::int64_t eight_digits_loaded(std::uint64_t v) {
   // Each byte 0x30..0x39: its high nibble 3, and adding 6 does not carry into it.
   if (((v & 0xF0F0F0F0F0F0F0F0ull) | (((v + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) !=
       0x3333333333333333ull) {
     return -1;
-  }
-  if constexpr (std::endian::native != std::endian::little) {
-    std::int64_t r = 0;
-    for (int i = 0; i < 8; ++i) r = r * 10 + (p[i] - '0');
-    return r;
   }
   v -= 0x3030303030303030ull;
   v = (v * 10) + (v >> 8);  // pairs of digits in every other byte
   v = (((v & 0x000000FF000000FFull) * (100 + (1000000ull << 32))) +
        (((v >> 16) & 0x000000FF000000FFull) * (1 + (10000ull << 32)))) >> 32;
   return static_cast<std::int64_t>(v);
+}
+
+// The value of the 8 decimal digits at p (the first the most significant), or -1 if any of them is not a digit.
+std::int64_t eight_digits(const char* p) {
+  if constexpr (std::endian::native != std::endian::little) {
+    std::int64_t r = 0;
+    for (int i = 0; i < 8; ++i) {
+      if (p[i] < '0' || p[i] > '9') return -1;
+      r = r * 10 + (p[i] - '0');
+    }
+    return r;
+  }
+  std::uint64_t v;
+  std::memcpy(&v, p, 8);
+  return eight_digits_loaded(v);
+}
+
+// The value of the n (1 to 8) decimal digits that end at `end`, with at least 8 bytes before `end` readable (the
+// first digit the most significant), or -1 if any of them is not a digit. The bytes before the digits are read and
+// set aside as leading zeros: no loop, and no branch per digit.
+std::int64_t last_digits(const char* end, std::size_t n) {
+  if constexpr (std::endian::native != std::endian::little) {
+    std::int64_t r = 0;
+    for (const char* p = end - n; p < end; ++p) {
+      if (*p < '0' || *p > '9') return -1;
+      r = r * 10 + (*p - '0');
+    }
+    return r;
+  }
+  std::uint64_t v;
+  std::memcpy(&v, end - 8, 8);
+  // The first 8 - n bytes in memory are the low ones: made '0'.
+  const std::uint64_t before = n >= 8 ? 0 : (std::uint64_t{1} << (8 * (8 - n))) - 1;
+  return eight_digits_loaded((v & ~before) | (0x3030303030303030ull & before));
+}
+
+// The index of the first ' ' in `line`, or npos: the first 32 bytes looked at at once where the line has them (a
+// CRI header's space follows a timestamp of 20 to 35 bytes).
+std::size_t first_space(std::string_view line) {
+#if defined(__SSE2__)
+  if (line.size() >= 32) {
+    const __m128i space = _mm_set1_epi8(' ');
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(line.data()));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(line.data() + 16));
+    const auto m = static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(a, space))) |
+                   (static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(b, space))) << 16);
+    if (m != 0) return static_cast<std::size_t>(std::countr_zero(m));
+  }
+#endif
+  return line.find(' ');
 }
 
 bool from_rfc3339(std::string_view text, Time& out) {
@@ -65,7 +109,7 @@ bool from_rfc3339(std::string_view text, Time& out) {
 // "<time> <stream> <tag>" header; fills `out` and returns the index just after the tag, or 0.
 std::size_t cri_header(std::string_view line, CriLine& out, bool parse_time, WrapperClock* clock = nullptr) {
   // The timestamp is RFC 3339 with 'T' and a zone: at least "2006-01-02T15:04:05Z".
-  const std::size_t sp = line.find(' ');
+  const std::size_t sp = first_space(line);
   if (sp == std::string_view::npos || sp < 20 || sp > 40 || line[4] != '-' || line[10] != 'T') return 0;
   if (parse_time) {
     if (clock != nullptr) {
@@ -292,6 +336,16 @@ bool WrapperClock::parse(std::string_view text, Time& out) {
     const std::int64_t high = eight_digits(d + p + 1);
     if (high >= 0) {
       out = base_ + Duration(high * 10 + (d[p + 9] - '0'));
+      return true;
+    }
+  }
+  // Fewer digits (a time printed with its trailing zeros cut, as Go's RFC3339Nano does): up to eight at once.
+  const std::size_t digits = text.size() - kPrefix - 2;
+  if ((sep == '.' || sep == ',') && digits >= 1 && digits <= 8 && (d[text.size() - 1] == 'Z' || d[text.size() - 1] == 'z')) {
+    static constexpr std::int64_t kScale[9] = {0, 100'000'000, 10'000'000, 1'000'000, 100'000, 10'000, 1'000, 100, 10};
+    const std::int64_t value = last_digits(d + text.size() - 1, digits);
+    if (value >= 0) {
+      out = base_ + Duration(value * kScale[digits]);
       return true;
     }
   }

@@ -353,9 +353,25 @@ TEST_CASE("the wrapper clock reads every time as parse_rfc3339 does, in any orde
       "2026-11-29T10:08:01.1234/6789Z", "2026-11-29T10:08:01.1234:6789Z", "2026-11-29T10:08:01.x23456789Z",
       "2026-11-29T10:08:01.1234567\xff" "9Z", "2026-11-29T10:08:01.123456789+", "2026-11-29T10:08:01 123456789Z",
       "2026-11-29T10:08:01.12345678Z", "2026-11-29T10:08:01.1234567890Z"};
+  // One to eight digits (read at once, with the bytes before them set aside), and those with one byte that is no
+  // digit, at every place.
+  std::vector<std::string> cut = times;
+  for (std::size_t n = 1; n <= 8; ++n) {
+    const std::string digits = std::string("98765432").substr(0, n);
+    cut.push_back("2026-11-29T10:08:01." + digits + "Z");
+    cut.push_back("2026-11-29T10:08:01," + std::string(n, '0') + "z");
+    cut.push_back("2026-11-29T10:08:01." + std::string(n - 1, '0') + "1Z");
+    for (std::size_t at = 0; at < n; ++at) {
+      for (const char bad : {'/', ':', 'a', ' ', '\xff', '\0'}) {
+        std::string d = digits;
+        d[at] = bad;
+        cut.push_back("2026-11-29T10:08:01." + d + "Z");
+      }
+    }
+  }
   decode_detail::WrapperClock clock;
   for (int round = 0; round < 2; ++round) {
-    for (const auto& t : times) {
+    for (const auto& t : cut) {
       INFO(t);
       const auto want = parse_rfc3339(t);
       Time got{};
