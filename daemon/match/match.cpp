@@ -1,7 +1,8 @@
 // One Hyperscan block-mode database over every event of every rule. A batch of records (texts joined by '\n') is
 // scanned in one hs_scan call; each match end is mapped back to its record. Candidates are then filtered by level
-// and, where the pattern could have matched across a newline or has captures, confirmed and captured by RE2 on the
-// record's own text — so every hit lies inside one line.
+// and, where the pattern could have matched across a newline, confirmed on the record's own text — by Hyperscan
+// again when that is all there is to ask, by RE2 where the pattern has captures (which RE2 then takes) — so every hit
+// lies inside one line.
 #include <hs/hs.h>
 #include <re2/re2.h>
 #include <spdlog/spdlog.h>
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <cassert>
 #include <chrono>
 #include <cstdint>
@@ -338,6 +340,13 @@ bool may_capture(std::string_view re) {
   return false;
 }
 
+// How a Hyperscan match of an expression is made a hit.
+enum class Confirm : std::uint8_t {
+  none,   // as it is: the expression cannot match across a newline and has no captures
+  alone,  // if Hyperscan matches it in the record's text alone (it could have matched across a newline)
+  re2,    // if RE2 matches it in the record's text, which also takes its captures
+};
+
 }  // namespace
 
 struct CompiledRules::Impl {
@@ -345,7 +354,7 @@ struct CompiledRules::Impl {
   std::vector<EventRef> ids;                     // expression id → event
   std::vector<std::string> regex;                // per expression
   std::vector<std::uint8_t> caseless;            // per expression
-  std::vector<std::uint8_t> confirm;             // per expression: RE2 confirms/captures its hits
+  std::vector<Confirm> confirm;                  // per expression: how its hits are confirmed
   std::unique_ptr<LazyRegex[]> lazy;             // per expression
   std::vector<std::uint8_t> level_mask;          // per expression: bit per Level; 0xff = any
   std::size_t database_bytes = 0;
@@ -446,7 +455,9 @@ CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
 
       impl->regex.push_back(ev.regex);
       impl->caseless.push_back(ev.caseless ? 1 : 0);
-      impl->confirm.push_back(may_capture(ev.regex) || may_cross_newline(ev.regex) ? 1 : 0);
+      impl->confirm.push_back(may_capture(ev.regex)         ? Confirm::re2
+                              : may_cross_newline(ev.regex) ? Confirm::alone
+                                                            : Confirm::none);
     }
   }
   impl->lazy = std::make_unique<LazyRegex[]>(impl->ids.size());
@@ -576,6 +587,30 @@ struct Scanner::Impl {
   std::size_t span_offset = 0;  // batch offset of the span being scanned
   std::size_t last_record = 0;
   LevelFiltered level_filtered;  // --explain only
+  // The expressions Hyperscan matches in one record's text alone (Confirm::alone), for the record last asked about.
+  std::uint32_t alone_record = std::numeric_limits<std::uint32_t>::max();
+  std::vector<std::uint32_t> alone_exprs;
+
+  static int on_alone_match(unsigned int id, unsigned long long /*from*/, unsigned long long /*to*/,
+                            unsigned int /*flags*/, void* ctx) {
+    static_cast<std::vector<std::uint32_t>*>(ctx)->push_back(id);
+    return 0;
+  }
+
+  // Does `expr` match in the record's text alone? The record is scanned once for all its candidates (they come in
+  // record order), with the batch's scratch: the batch's own scan is over by then.
+  bool matches_alone(const hs_database_t* db, const RecordBatch& b, std::uint32_t record, std::uint32_t expr) {
+    if (alone_record != record) {
+      alone_record = record;
+      alone_exprs.clear();
+      const std::string_view text = b.text(record);
+      if (hs_scan(db, text.data(), static_cast<unsigned>(text.size()), 0, scratch.get(), on_alone_match,
+                  &alone_exprs) != HS_SUCCESS) {
+        spdlog::error("hs_scan of one record failed");
+      }
+    }
+    return std::find(alone_exprs.begin(), alone_exprs.end(), expr) != alone_exprs.end();
+  }
 
   // Hyperscan's match callback: maps a match end back to its record and keeps it as a candidate.
   static int on_match(unsigned int id, unsigned long long /*from*/, unsigned long long to, unsigned int /*flags*/,
@@ -627,6 +662,7 @@ void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out, std::vector<
   s.candidates.clear();
   s.batch = &batch;
   s.last_record = 0;
+  s.alone_record = std::numeric_limits<std::uint32_t>::max();
   s.stats.bytes += batch.bytes();
   s.stats.records += batch.size();
   // Each span is whole records, so it starts at a line start; a match cannot begin in one span and end in another.
@@ -652,18 +688,22 @@ void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out, std::vector<
     std::uint8_t mask = compiled.level_mask[c.expr];
     if (mask != 0xff && !(mask & (1u << static_cast<unsigned>(batch.level(c.record))))) {
       if (s.level_filtered) {
-        const RE2* re = compiled.confirm[c.expr] != 0 ? compiled.exact_for(c.expr).re.get() : nullptr;
+        const Confirm how = compiled.confirm[c.expr];
+        const RE2* re = how == Confirm::re2 ? compiled.exact_for(c.expr).re.get() : nullptr;
         std::string_view text = batch.text(c.record);
-        if (!re || (re->ok() && RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), *re))) {
-          s.level_filtered(batch, c.record, compiled.ids[c.expr]);
-        }
+        const bool matches = how == Confirm::none ||
+                             (how == Confirm::alone && s.matches_alone(compiled.db.get(), batch, c.record, c.expr)) ||
+                             (re != nullptr && re->ok() && RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), *re));
+        if (matches) s.level_filtered(batch, c.record, compiled.ids[c.expr]);
       }
       continue;
     }
     Hit hit;
     hit.record = c.record;
     hit.event = compiled.ids[c.expr];
-    if (compiled.confirm[c.expr] != 0) {
+    if (compiled.confirm[c.expr] == Confirm::alone) {
+      if (!s.matches_alone(compiled.db.get(), batch, c.record, c.expr)) continue;  // it spanned lines
+    } else if (compiled.confirm[c.expr] == Confirm::re2) {
       const LazyRegex& l = compiled.regex_for(c.expr);
       std::string_view text = batch.text(c.record);
       const re2::StringPiece piece(text.data(), text.size());

@@ -1,5 +1,6 @@
 // match: every event pattern of a RuleSet compiled into one Hyperscan database, scanned once per batch of records;
-// RE2 confirms and captures fields on the lines that hit, never on the others.
+// on the lines that hit (never on the others) a match that could have spanned lines is confirmed on the line alone,
+// and RE2 captures the fields of patterns that name some.
 // A CompiledRules is immutable and shared read-only between threads; a Scanner owns Hyperscan scratch space and
 // belongs to one thread.
 #pragma once
