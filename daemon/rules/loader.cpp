@@ -365,17 +365,17 @@ LoadResult load_rules(const std::vector<std::string>& paths, const LoadOptions& 
   }
   std::map<std::string, Position> ids;
   std::vector<FileRules> read;
-  // Without tests (a command that only matches), the files' parsed rules may come from the cache: each file is read,
-  // and an entry for exactly these texts is used instead of parsing them.
+  // Without tests (a command that only matches), the files' parsed rules may come from the cache: each file is
+  // hashed, and an entry for exactly these texts (compared byte for byte) is used instead of parsing them.
   std::vector<rules_detail::ParsedSource> sources;
   if (!options.tests && !options.cache_dir.empty()) {
     for (const auto& f : files) {
-      auto text = read_file(f);
-      if (!text) {  // unreadable: read as usual, which says why
+      auto source = rules_detail::source_of_file(f);
+      if (!source) {  // unreadable: read as usual, which says why
         sources.clear();
         break;
       }
-      sources.push_back({f, std::move(*text)});
+      sources.push_back(std::move(*source));
     }
     if (sources.size() == files.size()) {
       if (auto cached = rules_detail::load_parsed(options.cache_dir, sources, options.content_hash)) read = std::move(*cached);
@@ -383,13 +383,14 @@ LoadResult load_rules(const std::vector<std::string>& paths, const LoadOptions& 
   }
   if (read.empty() || read.size() != files.size()) {
     read = read_rule_files(files, options);
-    // Kept when every file was read as it was just read, without an error.
+    // Kept when every file was read as it was just hashed, without an error.
     bool keep = sources.size() == files.size() && !files.empty();
     for (std::size_t i = 0; keep && i < read.size(); ++i) {
-      keep = read[i].text == sources[i].text && std::none_of(read[i].diagnostics.begin(), read[i].diagnostics.end(),
-                                                               [](const Diagnostic& d) { return d.kind == Diagnostic::Kind::error; });
+      keep = rules_detail::source_of_text(files[i], read[i].text) == sources[i] &&
+             std::none_of(read[i].diagnostics.begin(), read[i].diagnostics.end(),
+                          [](const Diagnostic& d) { return d.kind == Diagnostic::Kind::error; });
     }
-    if (keep) rules_detail::store_parsed(options.cache_dir, sources, options.content_hash, read);
+    if (keep) rules_detail::store_parsed(options.cache_dir, files, options.content_hash, read);
   }
   for (auto& loaded : read) add_rules(loaded, result, ids);
   if (result.rules.rules.empty() && result.ok() && !paths.empty()) {

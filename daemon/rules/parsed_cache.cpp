@@ -3,8 +3,12 @@
 // the decoder checks every length against what is left, so a damaged entry is a miss, never a crash.
 #include "parsed_cache.hpp"
 
+#include <fcntl.h>
 #include <link.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -318,35 +322,75 @@ class Reader {
   bool ok_ = true;
 };
 
+// A source's bytes are hashed and compared in pieces of this size, read into a buffer on the stack.
+constexpr std::size_t kPiece = 16 * 1024;
+
+// The hash of a text, piece by piece (std::hash of each kPiece bytes from the start, chained): the same whether the
+// text is in memory or read through a buffer. std::hash is fast and, the build id being part of an entry's name,
+// need only be stable within one build.
+struct TextHash {
+  std::uint64_t h = 14695981039346656037ull;
+  void add(std::string_view piece) {
+    h = (h ^ static_cast<std::uint64_t>(std::hash<std::string_view>()(piece))) * 1099511628211ull;
+  }
+};
+
+// Calls `each` with the file's bytes, kPiece at a time (the last piece shorter, or empty for an empty file), until it
+// returns false; false when the file cannot be read or `each` said stop.
+template <typename Each>
+bool read_pieces(const std::string& path, Each each) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[kPiece];
+  bool ok = true;
+  for (;;) {
+    std::size_t got = 0;
+    while (got < kPiece) {
+      const ssize_t n = ::read(fd, buf + got, kPiece - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) ok = false;
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    if (!ok || !each(std::string_view(buf, got))) {
+      ok = false;
+      break;
+    }
+    if (got < kPiece) break;
+  }
+  ::close(fd);
+  return ok;
+}
+
 // The entry's name: the format, the build, the options and every source, hashed (the content says which exactly).
-// std::hash is fast and, the build id being part of the key, need only be stable within one build.
 std::string entry_path(const std::string& dir, const std::vector<ParsedSource>& sources, bool content_hash) {
   std::uint64_t h = fnv1a64(kFormat);
   h = fnv1a64(build_id(), fnv1a64("\xff", h));
   h = fnv1a64(content_hash ? "\xff" "hash" : "\xff" "nohash", h);
-  const std::hash<std::string_view> hash;
   for (const auto& s : sources) {
     h = fnv1a64(s.path, fnv1a64("\xff", h));
-    h = h * 1099511628211ull ^ static_cast<std::uint64_t>(hash(s.text));
+    h = (h ^ s.size) * 1099511628211ull;
+    h = (h ^ s.hash) * 1099511628211ull;
   }
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
   return (std::filesystem::path(dir) / (std::string("parsed-") + hex + ".bin")).string();
 }
 
-void header(Writer& w, const std::vector<ParsedSource>& sources, bool content_hash) {
+void header(Writer& w, const std::vector<std::string>& paths, const std::vector<FileRules>& parsed,
+            bool content_hash) {
   w.str(kFormat);
   w.str(build_id());
   w.flag(content_hash);
-  w.num<std::uint32_t>(static_cast<std::uint32_t>(sources.size()));
-  for (const auto& s : sources) {
-    w.str(s.path);
-    w.str(s.text);
+  w.num<std::uint32_t>(static_cast<std::uint32_t>(paths.size()));
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    w.str(paths[i]);
+    w.str(parsed[i].text);
   }
 }
 
-// Whether `entry` starts with what header() writes for these sources; `size` gets that header's size. Compared piece
-// by piece, so the sources' texts are not copied into a header of their own first.
+// Whether `entry` starts with what header() writes for these sources as their files are now; `size` gets that
+// header's size. Each file's bytes are read again and compared, a piece at a time, with the entry's copy.
 bool header_matches(std::string_view entry, const std::vector<ParsedSource>& sources, bool content_hash,
                     std::size_t& size) {
   std::size_t at = 0;
@@ -364,8 +408,13 @@ bool header_matches(std::string_view entry, const std::vector<ParsedSource>& sou
   for (const auto& s : sources) {
     Writer path;
     path.str(s.path);
-    path.num<std::uint32_t>(static_cast<std::uint32_t>(s.text.size()));
-    if (!take(path.out) || !take(s.text)) return false;
+    path.num<std::uint32_t>(static_cast<std::uint32_t>(s.size));
+    if (s.size > entry.size() - std::min(entry.size(), at + path.out.size()) || !take(path.out)) return false;
+    const std::size_t end = at + s.size;
+    if (!read_pieces(s.path, [&](std::string_view piece) { return at + piece.size() <= end && take(piece); }) ||
+        at != end) {
+      return false;  // unreadable now, or other bytes than the entry's (changed since it was hashed)
+    }
   }
   size = at;
   return true;
@@ -398,7 +447,33 @@ std::optional<std::vector<FileRules>> decode_file_rules(std::string_view bytes) 
   return out;
 }
 
-std::optional<std::vector<FileRules>> load_parsed(const std::string& dir, std::vector<ParsedSource>& sources,
+std::optional<ParsedSource> source_of_file(const std::string& path) {
+  ParsedSource s{path, 0, 0};
+  TextHash h;
+  if (!read_pieces(path, [&](std::string_view piece) {
+        h.add(piece);
+        s.size += piece.size();
+        return true;
+      })) {
+    return std::nullopt;
+  }
+  s.hash = h.h;
+  return s;
+}
+
+ParsedSource source_of_text(const std::string& path, std::string_view text) {
+  TextHash h;
+  std::size_t at = 0;
+  do {
+    const std::string_view piece = text.substr(at, kPiece);
+    h.add(piece);
+    at += piece.size();
+    if (piece.size() < kPiece) break;
+  } while (true);
+  return ParsedSource{path, text.size(), h.h};
+}
+
+std::optional<std::vector<FileRules>> load_parsed(const std::string& dir, const std::vector<ParsedSource>& sources,
                                                   bool content_hash) {
   if (dir.empty() || build_id().empty()) return std::nullopt;
   // Mapped, not read: an entry is only ever replaced by a rename (store_parsed), and mapping its cached pages costs
@@ -410,20 +485,21 @@ std::optional<std::vector<FileRules>> load_parsed(const std::string& dir, std::v
   if (!header_matches(entry, sources, content_hash, header_size)) return std::nullopt;  // other sources: a collision
   auto parsed = decode_file_rules(entry.substr(header_size));
   if (!parsed || parsed->size() != sources.size()) return std::nullopt;
-  for (std::size_t i = 0; i < sources.size(); ++i) (*parsed)[i].text = std::move(sources[i].text);
   return parsed;
 }
 
-void store_parsed(const std::string& dir, const std::vector<ParsedSource>& sources, bool content_hash,
+void store_parsed(const std::string& dir, const std::vector<std::string>& paths, bool content_hash,
                   const std::vector<FileRules>& parsed) {
-  if (dir.empty() || build_id().empty() || parsed.size() != sources.size()) return;
+  if (dir.empty() || build_id().empty() || parsed.size() != paths.size()) return;
   for (const auto& f : parsed) {
     for (const auto& r : f.rules.rules) {
       if (!r.tests.empty()) return;  // the codec keeps no tests
     }
   }
+  std::vector<ParsedSource> sources;
+  for (std::size_t i = 0; i < paths.size(); ++i) sources.push_back(source_of_text(paths[i], parsed[i].text));
   Writer w;
-  header(w, sources, content_hash);
+  header(w, paths, parsed, content_hash);
   w.out += encode_file_rules(parsed);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);

@@ -6,6 +6,7 @@
 // safe; an entry that cannot be read or decoded is a miss. Internal to daemon/rules.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,21 +20,33 @@ namespace faultline::rules_detail {
 struct FileRules {
   RuleSet rules;
   std::vector<Diagnostic> diagnostics;
-  std::string text;  // the file's bytes as read (empty when unreadable)
+  std::string text;  // the file's bytes as read (empty when unreadable, and when the rules came from the cache)
 };
 
+// A rule file as the cache names an entry by it: its path, and the size and hash of its bytes. The bytes themselves
+// are not held: a hit reads them again, through a small buffer, to compare them with the entry's copy (so a warm
+// start fills no fresh memory with the catalog's text).
 struct ParsedSource {
   std::string path;
-  std::string text;
+  std::uint64_t size = 0;
+  std::uint64_t hash = 0;
+
+  bool operator==(const ParsedSource&) const = default;
 };
 
-// The files' parsed rules if `dir` holds them for exactly these sources, read without tests and with or without the
-// content hash; nullopt otherwise (no entry, another build, a damaged entry). On a hit each source's text is moved
-// into its FileRules (the sources' texts are then empty); on a miss the sources are left as they were.
-std::optional<std::vector<FileRules>> load_parsed(const std::string& dir, std::vector<ParsedSource>& sources,
+// The file at `path` as a source, read through a small buffer; nullopt when it cannot be read.
+std::optional<ParsedSource> source_of_file(const std::string& path);
+// The source that `text`, read from `path`, is: what source_of_file gives for a file holding exactly `text`.
+ParsedSource source_of_text(const std::string& path, std::string_view text);
+
+// The files' parsed rules if `dir` holds them for exactly these sources (each file's bytes compared with the entry's
+// copy of them), read without tests and with or without the content hash; nullopt otherwise (no entry, another build,
+// a damaged entry, a file that differs). The FileRules' texts are left empty: nothing reads them after a hit.
+std::optional<std::vector<FileRules>> load_parsed(const std::string& dir, const std::vector<ParsedSource>& sources,
                                                   bool content_hash);
-// Keeps `parsed` (one per source, in order, without tests) for load_parsed(). Failures are ignored: a cache.
-void store_parsed(const std::string& dir, const std::vector<ParsedSource>& sources, bool content_hash,
+// Keeps `parsed` (one per path, in order, without tests, each with the text it was parsed from) for load_parsed().
+// Failures are ignored: a cache.
+void store_parsed(const std::string& dir, const std::vector<std::string>& paths, bool content_hash,
                   const std::vector<FileRules>& parsed);
 
 // The codec itself, for tests: what an entry holds after its header.
