@@ -341,7 +341,8 @@ bool WrapperClock::parse(std::string_view text, Time& out) {
   }
   // Fewer digits (a time printed with its trailing zeros cut, as Go's RFC3339Nano does): up to eight at once.
   const std::size_t digits = text.size() - kPrefix - 2;
-  if ((sep == '.' || sep == ',') && digits >= 1 && digits <= 8 && (d[text.size() - 1] == 'Z' || d[text.size() - 1] == 'z')) {
+  const char zone = d[text.size() - 1];
+  if ((sep == '.' || sep == ',') && digits >= 1 && digits <= 8 && (zone == 'Z' || zone == 'z')) {
     static constexpr std::int64_t kScale[9] = {0, 100'000'000, 10'000'000, 1'000'000, 100'000, 10'000, 1'000, 100, 10};
     const std::int64_t value = last_digits(d + text.size() - 1, digits);
     if (value >= 0) {

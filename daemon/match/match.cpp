@@ -10,13 +10,13 @@
 
 #include <algorithm>
 #include <array>
-#include <limits>
 #include <cassert>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <optional>
 
@@ -690,10 +690,11 @@ void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out, std::vector<
       if (s.level_filtered) {
         const Confirm how = compiled.confirm[c.expr];
         const RE2* re = how == Confirm::re2 ? compiled.exact_for(c.expr).re.get() : nullptr;
-        std::string_view text = batch.text(c.record);
+        const std::string_view text = batch.text(c.record);
+        const re2::StringPiece piece(text.data(), text.size());
         const bool matches = how == Confirm::none ||
                              (how == Confirm::alone && s.matches_alone(compiled.db.get(), batch, c.record, c.expr)) ||
-                             (re != nullptr && re->ok() && RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), *re));
+                             (re != nullptr && re->ok() && RE2::PartialMatch(piece, *re));
         if (matches) s.level_filtered(batch, c.record, compiled.ids[c.expr]);
       }
       continue;

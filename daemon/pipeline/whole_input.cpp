@@ -41,8 +41,8 @@ std::size_t line_start_from(std::string_view bytes, std::size_t from) {
   return nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) + 1 : bytes.size();
 }
 
-// The same, read through the input's copy where it has one, so that its pages are not faulted in (the bytes where
-// the file's pages are touched only where the copy fails).
+// The same, read through the input's copy where it has one, so that a mapped file's pages are not faulted in (where
+// the copy fails, read where it is).
 std::size_t line_start_from(const WholeInput& in, std::size_t from) {
   if (!in.copy || from == 0 || from >= in.bytes.size()) return line_start_from(in.bytes, from);
   char piece[4096];

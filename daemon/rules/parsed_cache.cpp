@@ -409,6 +409,7 @@ bool header_matches(std::string_view entry, const std::vector<ParsedSource>& sou
     Writer path;
     path.str(s.path);
     path.num<std::uint32_t>(static_cast<std::uint32_t>(s.size));
+    // An entry too short to hold the file is a miss before the file is read.
     if (s.size > entry.size() - std::min(entry.size(), at + path.out.size()) || !take(path.out)) return false;
     const std::size_t end = at + s.size;
     if (!read_pieces(s.path, [&](std::string_view piece) { return at + piece.size() <= end && take(piece); }) ||
