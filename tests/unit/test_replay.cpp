@@ -161,6 +161,21 @@ std::vector<std::string> replay_json(const std::string& text, unsigned threads, 
   return out;
 }
 
+// Every revision's JSON, in order of emission, of one whole input (raw, its stream set here) replayed on `threads`
+// threads in batches of 4 KiB.
+std::vector<std::string> replay_whole_input(WholeInput in, unsigned threads) {
+  std::vector<std::string> out;
+  ReplayOptions options;
+  options.start = at(0);
+  options.pipeline.batch_bytes = 4096;
+  options.on_incident = [&](const Incident& i) { out.push_back(to_json(i)); };
+  Replay replay(compile_yaml(kSpanning), std::move(options));
+  in.stream = replay.add_stream(named("pod"), raw());
+  replay.feed_whole({in}, threads);
+  replay.finish();
+  return out;
+}
+
 // Lines of a serving log: filler, some lines that print no time (they inherit the time before them), a warning every
 // 97 lines and the fatal line 40 lines after every third warning.
 std::vector<std::string> spanning_lines(int n) {
@@ -234,18 +249,9 @@ TEST_CASE("feed_whole: parts decoded from copies of their bytes give the same re
     text += "\n";
   }
   const auto run = [&](unsigned threads, const std::function<bool(std::size_t, char*, std::size_t)>& copy) {
-    std::vector<std::string> out;
-    ReplayOptions options;
-    options.start = at(0);
-    options.pipeline.batch_bytes = 4096;
-    options.on_incident = [&](const Incident& i) { out.push_back(to_json(i)); };
-    Replay replay(compile_yaml(kSpanning), std::move(options));
-    const auto s = replay.add_stream(named("pod"), raw());
-    WholeInput in{s, text, at(0)};
+    WholeInput in{0, text, at(0)};
     in.copy = copy;
-    replay.feed_whole({in}, threads);
-    replay.finish();
-    return out;
+    return replay_whole_input(in, threads);
   };
   const auto one = run(1, nullptr);
   REQUIRE(one.size() >= 10);
@@ -293,22 +299,13 @@ TEST_CASE("feed_whole: with a copy that works, the input's own bytes are never r
     bool read_in_place;
   };
   const auto run = [&](std::string_view bytes, unsigned threads, std::vector<Done>& done) {
-    std::vector<std::string> out;
-    ReplayOptions options;
-    options.start = at(0);
-    options.pipeline.batch_bytes = 4096;
-    options.on_incident = [&](const Incident& i) { out.push_back(to_json(i)); };
-    Replay replay(compile_yaml(kSpanning), std::move(options));
-    const auto s = replay.add_stream(named("pod"), raw());
-    WholeInput in{s, bytes, at(0)};
+    WholeInput in{0, bytes, at(0)};
     in.copy = [&](std::size_t offset, char* to, std::size_t n) {
       std::memcpy(to, text.data() + offset, n);
       return true;
     };
     in.done = [&](std::size_t from, std::size_t to, bool read_in_place) { done.push_back({from, to, read_in_place}); };
-    replay.feed_whole({in}, threads);
-    replay.finish();
-    return out;
+    return replay_whole_input(in, threads);
   };
   std::vector<Done> plain_done;
   const auto expected = run(text, 1, plain_done);
