@@ -50,21 +50,6 @@ std::int64_t eight_digits_loaded(std::uint64_t v) {
   return static_cast<std::int64_t>(v);
 }
 
-// The value of the 8 decimal digits at p (the first the most significant), or -1 if any of them is not a digit.
-std::int64_t eight_digits(const char* p) {
-  if constexpr (std::endian::native != std::endian::little) {
-    std::int64_t r = 0;
-    for (int i = 0; i < 8; ++i) {
-      if (p[i] < '0' || p[i] > '9') return -1;
-      r = r * 10 + (p[i] - '0');
-    }
-    return r;
-  }
-  std::uint64_t v;
-  std::memcpy(&v, p, 8);
-  return eight_digits_loaded(v);
-}
-
 // The value of the n (1 to 8) decimal digits that end at `end`, with at least 8 bytes before `end` readable (the
 // first digit the most significant), or -1 if any of them is not a digit. The bytes before the digits are read and
 // set aside as leading zeros: no loop, and no branch per digit.
@@ -330,21 +315,18 @@ bool WrapperClock::parse(std::string_view text, Time& out) {
   std::size_t p = kPrefix;
   const char* d = text.data();
   const char sep = d[p];
-  // The runtimes' own form, nine digits and 'Z', first: eight digits at once, then the ninth.
-  if (text.size() == kPrefix + 11 && (sep == '.' || sep == ',') && d[p + 9] >= '0' && d[p + 9] <= '9' &&
-      (d[p + 10] == 'Z' || d[p + 10] == 'z')) {
-    const std::int64_t high = eight_digits(d + p + 1);
-    if (high >= 0) {
-      out = base_ + Duration(high * 10 + (d[p + 9] - '0'));
-      return true;
-    }
-  }
-  // Fewer digits (a time printed with its trailing zeros cut, as Go's RFC3339Nano does): up to eight at once.
+  // The runtimes' own forms first: one to nine digits and 'Z' (nine, or fewer where Go's RFC3339Nano cut trailing
+  // zeros). The last eight digits are read at once, a ninth before them by itself.
   const std::size_t digits = text.size() - kPrefix - 2;
   const char zone = d[text.size() - 1];
-  if ((sep == '.' || sep == ',') && digits >= 1 && digits <= 8 && (zone == 'Z' || zone == 'z')) {
-    static constexpr std::int64_t kScale[9] = {0, 100'000'000, 10'000'000, 1'000'000, 100'000, 10'000, 1'000, 100, 10};
-    const std::int64_t value = last_digits(d + text.size() - 1, digits);
+  if ((sep == '.' || sep == ',') && digits >= 1 && digits <= 9 && (zone == 'Z' || zone == 'z')) {
+    static constexpr std::int64_t kScale[10] = {0,      100'000'000, 10'000'000, 1'000'000, 100'000,
+                                                10'000, 1'000,       100,        10,        1};
+    std::int64_t value = last_digits(d + text.size() - 1, std::min<std::size_t>(digits, 8));
+    if (digits == 9) {
+      const char first = d[p + 1];
+      value = value >= 0 && first >= '0' && first <= '9' ? (first - '0') * 100'000'000 + value : -1;
+    }
     if (value >= 0) {
       out = base_ + Duration(value * kScale[digits]);
       return true;

@@ -178,7 +178,7 @@ struct PartResult {
   std::size_t begin = 0;
   std::size_t end = 0;        // where its last batch ends
   std::uint64_t lines = 0;    // physical lines in [begin, end)
-  bool read_in_place = false; // some of its bytes were read where they are, not from its copy
+  bool read_in_place = false; // some of its bytes were read where they are, not from its copy (or it is the start)
   std::vector<MatchedBatch> batches;
   PartBuffer buffer;          // the copy its batches refer to
 };
@@ -232,7 +232,8 @@ class PartMatcher {
     }
     r.end = pos;
     r.lines = decoder.committed_line() - first_line;
-    r.read_in_place = bytes.read_in_place();
+    // An input's start is read where it is in any case: its format is detected there.
+    r.read_in_place = bytes.read_in_place() || begin == 0;
     r.buffer = std::move(buffer);
     return r;
   }
@@ -286,8 +287,7 @@ void Replay::feed_whole(const std::vector<WholeInput>& inputs, unsigned threads)
       }
       PartResult r = matcher.run(in, p.first ? first_options[p.input] : later_options[p.input], expected, p.stop,
                                  std::move(buffer), lines + 1, correlate);
-      // The input's first part was read where it is too, to detect its format.
-      if (in.done && r.end > expected) in.done(expected, r.end, p.first || r.read_in_place);
+      if (in.done && r.end > expected) in.done(expected, r.end, r.read_in_place);
       expected = r.end;
       lines += r.lines;
       buffer = std::move(r.buffer);
@@ -398,7 +398,7 @@ void Replay::feed_whole(const std::vector<WholeInput>& inputs, unsigned threads)
         m.lines_before = lines;
         pipeline_.correlate(m);
       }
-      if (in.done && r.end > expected) in.done(expected, r.end, p.first || r.read_in_place);
+      if (in.done && r.end > expected) in.done(expected, r.end, r.read_in_place);
       expected = r.end;
       lines += r.lines;
       // Nothing refers to the copy any more: it and the batches go back for the next parts.

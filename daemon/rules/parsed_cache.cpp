@@ -464,13 +464,12 @@ std::optional<ParsedSource> source_of_file(const std::string& path) {
 
 ParsedSource source_of_text(const std::string& path, std::string_view text) {
   TextHash h;
-  std::size_t at = 0;
-  do {
+  // As read_pieces gives them: whole pieces, then a shorter (or empty) last one.
+  for (std::size_t at = 0;; at += kPiece) {
     const std::string_view piece = text.substr(at, kPiece);
     h.add(piece);
-    at += piece.size();
     if (piece.size() < kPiece) break;
-  } while (true);
+  }
   return ParsedSource{path, text.size(), h.h};
 }
 
