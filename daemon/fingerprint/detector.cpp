@@ -42,7 +42,7 @@ struct StoryLine {
   std::uint32_t record = 0;  // its index in the batch being processed
   bool meta = false;         // time and level known: a lingering line's are read only if it joins the story
   std::uint32_t prefix = 0;  // length of its logger prefix (strip_log_prefix), found once as the line is read
-  std::string event;  // the anchor it hit; empty for other lines
+  std::string_view event;  // the anchor it hit (to_string(StoryAnchor), static); empty for other lines
   std::int32_t claimed_by = -1;  // the non-cascade rule whose event hit the line
   bool consequence = false;      // a cascade rule's event hit the line (engine dead, worker died, ...)
 };
@@ -152,7 +152,7 @@ struct Detector::Impl {
     l.meta = true;
   }
 
-  void append(OpenStory& story, StoryLine line, bool relevant) {
+  void append(OpenStory& story, StoryLine&& line, bool relevant) {
     story.last_read = read_now;
     if (story.lines.size() >= options.max_story_lines) {
       // Keep the beginning (the first traceback's head) and the latest lines.
@@ -175,7 +175,7 @@ struct Detector::Impl {
 
   // One line of a stream whose story is open. `anchors`: the anchors that hit it. Returns false when the story
   // closed before this line (the caller may open a new one with it).
-  bool continue_story(StreamState& st, StoryLine line, const std::vector<StoryAnchor>& anchors,
+  bool continue_story(StreamState& st, StoryLine&& line, const std::vector<StoryAnchor>& anchors,
                       std::vector<Incident>& out) {
     OpenStory& story = *st.story;
     std::string_view stripped = strip_log_prefix(line.text());
@@ -192,7 +192,7 @@ struct Detector::Impl {
       for (auto a : anchors) {
         if (frame_anchor(a)) continue;
         story.anchors.push_back(a);
-        if (line.event.empty()) line.event = std::string(to_string(a));
+        if (line.event.empty()) line.event = to_string(a);
       }
     }
     append(story, std::move(line), relevant);
@@ -200,7 +200,7 @@ struct Detector::Impl {
     return true;
   }
 
-  void open_story(StreamState& st, StoryLine line, const std::vector<StoryAnchor>& anchors) {
+  void open_story(StreamState& st, StoryLine&& line, const std::vector<StoryAnchor>& anchors) {
     OpenStory story;
     story.lines.reserve(48);  // a traceback and the lines that linger after it, without regrowing
     story.context_level = st.prev_level;
@@ -212,7 +212,7 @@ struct Detector::Impl {
     const std::string_view stripped = strip_log_prefix(line.text());
     line.prefix = static_cast<std::uint32_t>(line.text().size() - stripped.size());
     story.awaiting_exception = awaits_message(anchors, stripped);
-    line.event = std::string(to_string(anchors.front()));
+    line.event = to_string(anchors.front());
     st.story = std::move(story);
     ++open_stories;
     append(*st.story, std::move(line), true);
@@ -323,7 +323,8 @@ struct Detector::Impl {
     for (std::size_t k = 0; k < story.lines.size(); ++k) {
       const StoryLine& l = story.lines[k];
       closed.lines.push_back(EvidenceLine{st.identity.name, l.line, l.offset, l.time,
-                                          k == sig.terminal_index ? "terminal" : l.event, std::string(l.text()),
+                                          std::string(k == sig.terminal_index ? "terminal" : l.event),
+                                          std::string(l.text()),
                                           l.text().size() >= kMaxEvidenceText});
     }
     if (claimed >= 0) closed.claimed_by = rules->rule(static_cast<std::uint32_t>(claimed)).id;

@@ -3,6 +3,7 @@
 // in signature.cpp.
 #include <algorithm>
 #include <array>
+#include <cstring>
 
 #include "faultline/fingerprint.hpp"
 #include "text_scan.hpp"
@@ -63,9 +64,11 @@ bool unit_pid(std::string_view w) {
 
 // A bracketed or parenthesized group at the start that belongs to the logger, not to the message.
 std::size_t group_end(std::string_view s) {
+  constexpr std::size_t kLongest = 96;  // a group that closes further on is not the logger's
   const char close = s[0] == '(' ? ')' : ']';
-  auto end = s.find(close);
-  if (end == std::string_view::npos || end > 96) return 0;
+  const void* found = std::memchr(s.data(), close, std::min(s.size(), kLongest + 1));
+  if (found == nullptr) return 0;
+  const auto end = static_cast<std::size_t>(static_cast<const char*>(found) - s.data());
   std::string_view inner = s.substr(1, end - 1);
   if (inner.empty()) return 0;
   if (s[0] == '(') {

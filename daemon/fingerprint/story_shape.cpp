@@ -54,7 +54,7 @@ bool story_line(std::string_view stripped) {
   }();
   if (kFirst[static_cast<unsigned char>(t[0])]) {
     for (auto m : kMarkers) {
-      if (t.starts_with(m)) return true;
+      if (m[0] == t[0] && t.starts_with(m)) return true;
     }
     if (t == "Aborted") return true;  // a shell's report of SIGABRT (not vLLM's "Aborted request ...")
   }
