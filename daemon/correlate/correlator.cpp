@@ -39,6 +39,10 @@ struct Correlator::Impl {
   // The line of the latest hit. Absences that advance() completes count a line tolerance from it, as the hit
   // being processed when they were last looked at.
   std::uint64_t last_hit_line = 0;
+  // The hit being processed: filled in for each one, its strings' capacity used again (a phase marker hits
+  // thousands of lines); a hit that must wait for its pair is copied into its story.
+  RecentHit current;
+  std::string key;  // the key of the hit being processed (StoryTable::key_for)
 
   StateParts state() { return StateParts{rules, streams, stories, book, options.clock->now()}; }
 
@@ -94,13 +98,13 @@ struct Correlator::Impl {
     const Rule& r = rules[hit.event.rule];
     const EventPattern& ev = r.events[hit.event.event];
     ++stats.hits;
-    std::string key = stories.key_for(r, meta.stream, hit.fields);
+    stories.key_for(r, meta.stream, hit.fields, key);
     if (trace) trace("line " + std::to_string(meta.line) + " @" + format_time(t) + ": " + r.id + "/" + ev.name + " hit");
 
     // Deadlines that this line passes are settled first, so batching never changes the outcome.
     book.settle_before(meta.stream, meta.line, t, call);
 
-    Story& s = stories.get(hit.event.rule, std::move(key), meta.stream);
+    Story& s = stories.get(hit.event.rule, key, meta.stream);
     if (s.generation != streams[meta.stream].generation && r.key.stream) machine.reset(s, "new instance");
     s.stream = meta.stream;
     s.last_activity = t;
@@ -118,23 +122,28 @@ struct Correlator::Impl {
 
     s.started = true;
     s.seen_events.insert(hit.event.event);
-    RecentHit h;
+    RecentHit& h = current;
     h.event = hit.event.event;
     h.stream = meta.stream;
     h.line = meta.line;
     h.offset = meta.offset;
     h.time = t;
-    h.text = std::string(call.batch->text(hit.record));
+    h.text.assign(call.batch->text(hit.record));
     h.fields = hit.fields;
+    h.explained = false;
     call.line = last_hit_line = meta.line;
     bool counted = machine.apply(s, h, hit.record, call);
     if (!counted && (r.tolerance.lines > 0 || r.tolerance.time.count() > 0)) {
       // Remember it: it may be the early half of an out-of-order pair.
-      s.recent.push_back(std::move(h));
-      while (s.recent.size() > kRecentHits) {
+      // The oldest goes when there are enough; its strings' capacity takes this one.
+      RecentHit slot;
+      while (s.recent.size() >= kRecentHits) {
         if (trace) machine.explain_not_counted(s, s.recent.front(), true);
+        slot = std::move(s.recent.front());
         s.recent.pop_front();
       }
+      slot = h;
+      s.recent.push_back(std::move(slot));
     } else if (!counted && trace) {
       machine.explain_not_counted(s, h, false);
     }

@@ -65,7 +65,7 @@ std::uint32_t Streams::find_or_add(const std::string& name) {
   return static_cast<std::uint32_t>(streams_.size() - 1);
 }
 
-std::string Streams::logical_of(std::uint32_t index) {
+const std::string& Streams::logical_of(std::uint32_t index) {
   const StreamState& s = (*this)[index];
   return s.id.logical.empty() ? s.id.name : s.id.logical;
 }
@@ -165,12 +165,9 @@ void collect_context(Streams& streams, const RecordBatch& batch, std::uint32_t r
   into.insert(into.end(), std::make_move_iterator(found.rbegin()), std::make_move_iterator(found.rend()));
 }
 
-void add_step_evidence(std::vector<EvidenceLine>& lines, EvidenceLine line) {
-  if (lines.size() < kHitsPerStep) {
-    lines.push_back(std::move(line));
-  } else {
-    lines.back() = std::move(line);  // keep the first ones and the latest
-  }
+EvidenceLine& step_evidence_slot(std::vector<EvidenceLine>& lines) {
+  if (lines.size() < kHitsPerStep) return lines.emplace_back();
+  return lines.back();  // keep the first ones and the latest
 }
 
 std::vector<EvidenceLine> assemble_evidence(std::vector<EvidenceLine> all) {

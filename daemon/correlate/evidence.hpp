@@ -54,7 +54,7 @@ class Streams {
   // The first stream of that name, added when there is none (a restored checkpoint names its streams).
   std::uint32_t find_or_add(const std::string& name);
   // The stream's logical identity (its name when it has none): what stories are keyed by.
-  std::string logical_of(std::uint32_t index);
+  const std::string& logical_of(std::uint32_t index);  // valid until a stream is added
 
   // Keeps each stream's last lines of `batch` for context in later batches. `see` gives each the time it is taken
   // at (and moves its stream's clock).
@@ -94,15 +94,22 @@ class Streams {
 
 // The one way an EvidenceLine is made: from anything with a line, offset and time (a record, a ring line, a hit),
 // its text cut at `limit` and marked truncated when cut.
+// set_evidence_line fills one in place (its event is left as it is), keeping the capacity of its strings.
 template <class At>
-EvidenceLine evidence_line(const StreamState& stream, const At& at, std::string_view text, std::size_t limit) {
-  EvidenceLine e;
-  e.stream = stream.id.name;
+void set_evidence_line(EvidenceLine& e, const StreamState& stream, const At& at, std::string_view text,
+                       std::size_t limit) {
+  e.stream.assign(stream.id.name);
   e.line = at.line;
   e.offset = at.offset;
   e.time = at.time;
   e.truncated = text.size() > limit;
-  e.text = std::string(text.substr(0, limit));
+  e.text.assign(text.substr(0, limit));
+}
+
+template <class At>
+EvidenceLine evidence_line(const StreamState& stream, const At& at, std::string_view text, std::size_t limit) {
+  EvidenceLine e;
+  set_evidence_line(e, stream, at, text, limit);
   return e;
 }
 
@@ -111,8 +118,9 @@ EvidenceLine evidence_line(const StreamState& stream, const At& at, std::string_
 void collect_context(Streams& streams, const RecordBatch& batch, std::uint32_t rec, std::size_t want,
                      std::vector<EvidenceLine>& into);
 
-// A step's evidence: the first kHitsPerStep - 1 lines and the latest.
-void add_step_evidence(std::vector<EvidenceLine>& lines, EvidenceLine line);
+// A step's evidence: the first kHitsPerStep - 1 lines and the latest. The place of the step's next line: a new one,
+// or the latest's (to be filled in over it, its strings' capacity used again: a phase marker hits thousands of lines).
+EvidenceLine& step_evidence_slot(std::vector<EvidenceLine>& lines);
 
 // An incident's evidence from all the lines its story gathered: stream order, one entry per line (a line that
 // matched an event wins over the same line as context), at most kMaxEvidenceLines (context lines dropped first).

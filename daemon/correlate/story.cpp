@@ -78,11 +78,11 @@ bool missing_optional(const Story& s, const Rule& r) {
 
 // ---- the table ------------------------------------------------------------------------------------------------
 
-std::string StoryTable::key_for(const Rule& r, std::uint32_t stream, const Fields& fields) {
-  std::string key;
+void StoryTable::key_for(const Rule& r, std::uint32_t stream, const Fields& fields, std::string& key) {
+  key.clear();
   if (r.key.node) {
-    std::string node(streams_[stream].id.label(LabelKey::node));
-    key += "node=" + (node.empty() ? std::string("local") : node);
+    const std::string_view node = streams_[stream].id.label(LabelKey::node);
+    key.append("node=").append(node.empty() ? std::string_view("local") : node);
   }
   if (r.key.stream) {
     if (!key.empty()) key += '|';
@@ -90,17 +90,17 @@ std::string StoryTable::key_for(const Rule& r, std::uint32_t stream, const Field
   }
   for (const auto& f : r.key.fields) {
     const auto* v = find_field(fields, f);
-    key += '|' + f + '=' + (v ? *v : std::string());
+    key.append(1, '|').append(f).append(1, '=');
+    if (v) key += *v;
   }
-  return key;
 }
 
-Story& StoryTable::get(std::uint32_t rule, std::string key, std::uint32_t stream) {
+Story& StoryTable::get(std::uint32_t rule, std::string_view key, std::uint32_t stream) {
   auto it = stories_.find(StoryKeyView{rule, key});
   if (it == stories_.end()) {
     if (stories_.size() >= max_stories_) shed_oldest();
-    Story s = make_story(rules_[rule], rule, key, stream, streams_[stream].generation);
-    it = stories_.emplace(StoryKey{rule, std::move(key)}, std::move(s)).first;
+    Story s = make_story(rules_[rule], rule, std::string(key), stream, streams_[stream].generation);
+    it = stories_.emplace(StoryKey{rule, std::string(key)}, std::move(s)).first;
   }
   return it->second;
 }
@@ -140,10 +140,9 @@ std::string StoryMachine::position_of(const RecentHit& h) {
   return streams_[h.stream].id.instance + "@" + std::to_string(h.offset) + ":" + std::to_string(h.line);
 }
 
-EvidenceLine StoryMachine::evidence_of(const RecentHit& h, const EventPattern& ev) {
-  EvidenceLine e = evidence_line(streams_[h.stream], h, h.text, kMaxEvidenceText);
-  e.event = ev.name;
-  return e;
+void StoryMachine::set_evidence(EvidenceLine& e, const RecentHit& h, const EventPattern& ev) {
+  set_evidence_line(e, streams_[h.stream], h, h.text, kMaxEvidenceText);
+  e.event.assign(ev.name);
 }
 
 bool StoryMachine::after_ok(const Story& s, const Rule& r, const Step& st) const {
@@ -164,7 +163,7 @@ bool StoryMachine::apply(Story& s, const RecentHit& h, std::optional<std::uint32
     if (!after_ok(s, r, st)) continue;
     StepState& ss = s.steps[i];
     ++ss.hits;
-    add_step_evidence(ss.lines, evidence_of(h, ev));
+    set_evidence(step_evidence_slot(ss.lines), h, ev);
     for (const auto& [k, v] : h.fields) set_field(s.fields, k, v);
     if (st.severity && s.first_decisive.empty()) {
       s.first_decisive = position_of(h);
@@ -201,7 +200,7 @@ bool StoryMachine::apply(Story& s, const RecentHit& h, std::optional<std::uint32
     s.first_decisive = position_of(h);
     s.first_decisive_time = h.time;
   }
-  add_step_evidence(ss.lines, evidence_of(h, ev));
+  set_evidence(step_evidence_slot(ss.lines), h, ev);
   if (record && ss.lines.size() <= 1) collect_context(streams_, *call.batch, *record, r.context_lines, s.context);
   for (const auto& [k, v] : h.fields) set_field(s.fields, k, v);
   if (ss.times.size() < cur.count) {

@@ -98,10 +98,11 @@ class StoryTable {
   StoryTable(const ActiveRules& rules, Streams& streams, CorrelatorStats& stats, std::size_t max_stories)
       : rules_(rules), streams_(streams), stats_(stats), max_stories_(max_stories) {}
 
-  // The key text a hit of rule `r` on `stream` with `fields` is correlated under.
-  std::string key_for(const Rule& r, std::uint32_t stream, const Fields& fields);
+  // The key text a hit of rule `r` on `stream` with `fields` is correlated under, written over `key` (a buffer used
+  // for hit after hit).
+  void key_for(const Rule& r, std::uint32_t stream, const Fields& fields, std::string& key);
   // The story of (rule, key), begun on `stream` when there is none.
-  Story& get(std::uint32_t rule, std::string key, std::uint32_t stream);
+  Story& get(std::uint32_t rule, std::string_view key, std::uint32_t stream);
   // A restored story (replaces one of the same key).
   void put(Story s);
   // After a reload: stories of rules that `survives` maps to a new index are kept under it, the others dropped.
@@ -156,7 +157,7 @@ class StoryMachine {
  private:
   bool after_ok(const Story& s, const Rule& r, const Step& st) const;
   std::string tolerance_text(const Rule& r) const;
-  EvidenceLine evidence_of(const RecentHit& h, const EventPattern& ev);
+  void set_evidence(EvidenceLine& e, const RecentHit& h, const EventPattern& ev);  // h as the evidence of `ev`
 
   const ActiveRules& rules_;
   Streams& streams_;
