@@ -42,7 +42,7 @@ struct Correlator::Impl {
   // The hit being processed: filled in for each one, its strings' capacity used again (a phase marker hits
   // thousands of lines); a hit that must wait for its pair is copied into its story.
   RecentHit current;
-  std::string key;  // the key of the hit being processed (StoryTable::key_for)
+  std::string hit_key;  // the story key of the hit being processed (StoryTable::key_for)
 
   StateParts state() { return StateParts{rules, streams, stories, book, options.clock->now()}; }
 
@@ -98,13 +98,13 @@ struct Correlator::Impl {
     const Rule& r = rules[hit.event.rule];
     const EventPattern& ev = r.events[hit.event.event];
     ++stats.hits;
-    stories.key_for(r, meta.stream, hit.fields, key);
+    stories.key_for(r, meta.stream, hit.fields, hit_key);
     if (trace) trace("line " + std::to_string(meta.line) + " @" + format_time(t) + ": " + r.id + "/" + ev.name + " hit");
 
     // Deadlines that this line passes are settled first, so batching never changes the outcome.
     book.settle_before(meta.stream, meta.line, t, call);
 
-    Story& s = stories.get(hit.event.rule, key, meta.stream);
+    Story& s = stories.get(hit.event.rule, hit_key, meta.stream);
     if (s.generation != streams[meta.stream].generation && r.key.stream) machine.reset(s, "new instance");
     s.stream = meta.stream;
     s.last_activity = t;

@@ -93,8 +93,8 @@ class Streams {
 };
 
 // The one way an EvidenceLine is made: from anything with a line, offset and time (a record, a ring line, a hit),
-// its text cut at `limit` and marked truncated when cut.
-// set_evidence_line fills one in place (its event is left as it is), keeping the capacity of its strings.
+// its text cut at `limit` and marked truncated when cut. set_evidence_line fills in one that exists (all but its
+// event), its strings' capacity used again.
 template <class At>
 void set_evidence_line(EvidenceLine& e, const StreamState& stream, const At& at, std::string_view text,
                        std::size_t limit) {
