@@ -1,6 +1,9 @@
 // The JSON-lines output: standard output or a file opened for appending. Written on the caller's thread, in order,
 // redacted like everything else that is served or sent.
 #include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -23,9 +26,25 @@ Result<void> JsonLinesSink::open() {
     fd_ = STDOUT_FILENO;
     return {};
   }
-  fd_ = ::open(output_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  // Read as well as written, to look at its last byte; a file this user may only write is written all the same.
+  fd_ = ::open(output_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0 && errno == EACCES) fd_ = ::open(output_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) return Error::from_errno("cannot open output", output_);
-  return {};
+  return end_torn_line();
+}
+
+// A write cut short by SIGKILL (the kernel stops a write between pages when the process is killed) leaves the file's
+// last line without its newline. The next revision would be appended to it and make one line of the two that no
+// reader can parse: the cut line is ended first, so every revision after it stands on a line of its own. (The cut
+// revision itself is written again: the checkpoint that restarts the daemon was taken before it.)
+Result<void> JsonLinesSink::end_torn_line() {
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) return {};
+  char last = '\n';
+  if (::pread(fd_, &last, 1, st.st_size - 1) != 1 || last == '\n') return {};
+  spdlog::warn("{} ended in a line cut short (faultline was killed while writing it); it is ended with a newline",
+               output_);
+  return write_all(fd_, "\n", output_);
 }
 
 Result<void> JsonLinesSink::deliver(const Incident& incident) {

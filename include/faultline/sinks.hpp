@@ -213,6 +213,7 @@ class JsonLinesSink final : public Sink {
   // the webhooks (the same compiled Redactor, shared); null writes revisions as they come.
   explicit JsonLinesSink(std::string output, std::shared_ptr<const Redactor> redactor = nullptr);
   ~JsonLinesSink() override;
+  // Opens the output; a file whose last line was cut short (a write stopped by SIGKILL) has that line ended first.
   Result<void> open();
   std::string_view name() const override { return "output"; }
   bool accepts(const Incident&) const override { return true; }
@@ -222,6 +223,8 @@ class JsonLinesSink final : public Sink {
   void sync();
 
  private:
+  Result<void> end_torn_line();
+
   std::string output_;
   std::shared_ptr<const Redactor> redactor_;
   int fd_ = -1;

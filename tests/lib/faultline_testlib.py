@@ -428,13 +428,22 @@ class Workdir:
             shutil.rmtree(self.path, ignore_errors=True)
 
 
-def read_incidents(path):
+def read_incidents(path, cut_lines=None):
+    """The revisions of a JSON-lines output, in order. A daemon killed with SIGKILL may have left a line cut short,
+    which the next run ends with a newline: with `cut_lines` (a list) such lines are collected there, else they fail
+    the parse."""
     out = []
     try:
         with open(path, "rb") as f:
             for raw in f:
-                if raw.endswith(b"\n"):
+                if not raw.endswith(b"\n"):
+                    continue
+                try:
                     out.append(json.loads(raw))
+                except json.JSONDecodeError:
+                    if cut_lines is None:
+                        raise
+                    cut_lines.append(raw)
     except FileNotFoundError:
         pass
     return out

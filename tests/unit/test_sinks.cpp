@@ -264,6 +264,41 @@ TEST_CASE("the JSON-lines sink appends one object per revision", "[sinks]") {
   CHECK(opened.error().message.find("no/such/dir") != std::string::npos);
 }
 
+TEST_CASE("the JSON-lines sink ends a line a kill cut short before it appends", "[sinks]") {
+  TempDir tmp;
+  const std::string path = tmp.path + "/incidents.out";
+  {
+    JsonLinesSink out(path);
+    REQUIRE(out.open());
+    REQUIRE(out.deliver(make_incident("a", 1)));
+  }
+  const std::string whole = read_file(path);
+  // The next revision's line as a SIGKILL mid-write leaves it: its first half, no newline.
+  {
+    std::ofstream cut(path, std::ios::app | std::ios::binary);
+    cut << R"({"id":"a","revision":2,"title":"half of it)";
+  }
+  {
+    JsonLinesSink out(path);
+    REQUIRE(out.open());
+    REQUIRE(out.deliver(make_incident("a", 2)));
+    REQUIRE(out.deliver(make_incident("a", 3)));
+  }
+  {
+    JsonLinesSink out(path);  // a file that ends in a newline is left as it is
+    REQUIRE(out.open());
+  }
+  std::istringstream lines(read_file(path).substr(whole.size()));
+  std::string line;
+  std::vector<std::string> got;
+  while (std::getline(lines, line)) got.push_back(line);
+  REQUIRE(got.size() == 3);
+  CHECK(got[0] == R"({"id":"a","revision":2,"title":"half of it)");
+  CHECK(nlohmann::json::parse(got[1])["revision"] == 2);
+  CHECK(nlohmann::json::parse(got[2])["revision"] == 3);
+  CHECK(read_file(path).back() == '\n');
+}
+
 TEST_CASE("validation of the server and the delivery side reports every problem", "[sinks]") {
   ServerOptions server;
   server.listen = "nonsense";
