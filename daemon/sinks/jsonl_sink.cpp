@@ -2,9 +2,9 @@
 // redacted like everything else that is served or sent.
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
-#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
