@@ -320,13 +320,7 @@ struct Detector::Impl {
               bool quiet, Level level, const std::vector<std::string_view>& texts) const {
     ClosedStory closed;
     closed.signature = sig;
-    for (std::size_t k = 0; k < story.lines.size(); ++k) {
-      const StoryLine& l = story.lines[k];
-      closed.lines.push_back(EvidenceLine{st.identity.name, l.line, l.offset, l.time,
-                                          std::string(k == sig.terminal_index ? "terminal" : l.event),
-                                          std::string(l.text()),
-                                          l.text().size() >= kMaxEvidenceText});
-    }
+    for (std::size_t k = 0; k < story.lines.size(); ++k) closed.lines.push_back(evidence_line(st, story, sig, k));
     if (claimed >= 0) closed.claimed_by = rules->rule(static_cast<std::uint32_t>(claimed)).id;
     closed.below_error = quiet;
     closed.severity = severity_of(story, sig, level, texts);
@@ -374,19 +368,17 @@ struct Detector::Impl {
       for (std::size_t k = std::max(head, end - tail); k < end; ++k) keep.push_back(k);
     }
     std::vector<EvidenceLine> ev;
-    for (std::size_t k : keep) {
-      const StoryLine& l = story.lines[k];
-      EvidenceLine e;
-      e.stream = st.identity.name;
-      e.line = l.line;
-      e.offset = l.offset;
-      e.time = l.time;
-      e.event = k == sig.terminal_index ? "terminal" : l.event;
-      e.text = std::string(l.text());
-      e.truncated = l.text().size() >= kMaxEvidenceText;
-      ev.push_back(std::move(e));
-    }
+    for (std::size_t k : keep) ev.push_back(evidence_line(st, story, sig, k));
     return ev;
+  }
+
+  // Line k of a story as evidence: named by the anchor it hit, or "terminal" where the signature ends.
+  static EvidenceLine evidence_line(const StreamState& st, const OpenStory& story, const FailureSignature& sig,
+                                    std::size_t k) {
+    const StoryLine& l = story.lines[k];
+    return EvidenceLine{st.identity.name, l.line, l.offset, l.time,
+                        std::string(k == sig.terminal_index ? "terminal" : l.event), std::string(l.text()),
+                        l.text().size() >= kMaxEvidenceText};
   }
 
   void raise(StreamState& st, const OpenStory& story, const FailureSignature& sig, Severity severity,
