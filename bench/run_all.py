@@ -7,7 +7,9 @@
   bench/run_all.py --soak 1800      # the 30-minute memory soak
 
 Sections (each figure the median of --runs runs, min-max in brackets; ratios are taken inside each run, then the
-median of the per-run ratios is shown; wall-clock and CPU time are both reported -- the machine is shared):
+median of the per-run ratios is shown; wall-clock and CPU time are both reported -- the machine is shared; where a
+run compares tools (scan, corpora, parallel) each is run 3 times in turn and the fastest kept, since the machine
+switches between two speeds):
 
   check     per-pattern matching-line counts of faultline (fl_count, the Scanner of faultline_core), the raw limit
             (hs_limit per-line), GNU grep, ripgrep, mtail and SEC on every rule set; they must agree

@@ -61,7 +61,9 @@ def render(raw: dict) -> str:
         L.append("Corpus: `gen_corpus.py --lines %d --seed 1 --inject 2e-05` (raw), %.1f MB. The raw limit is "
                  "`hs_limit --strategies buffered` on the same patterns: one `hs_scan` per 1 MiB of the file already in "
                  "memory, nothing else (no decoding, no per-line work); its MB/s counts scan time only, median of 3 "
-                 "repetitions in one process. fl_count's stages are likewise the median of 3 repetitions in one process "
+                 "repetitions in one process. In each run the raw limit and `faultline scan` are measured 3 times in "
+                 "turn and the fastest of each is kept: the machine switches speeds, and both sides of a ratio get the "
+                 "same chances at the fast one. fl_count's stages are the median of 3 repetitions in one process "
                  "(the first pays first-use costs, ~50 ms, that a whole `scan` counts once). `faultline "
                  "scan` is the whole process (start-up, reading the file, decoding, matching, correlating, "
                  "incidents). Other processes used %s cores meanwhile."
@@ -125,6 +127,9 @@ def render(raw: dict) -> str:
                  "(`wrap_corpus.py`: CRI lines, docker json-file entries with Docker's escapes; lines over 4 KB split into "
                  "P fragments / partial entries). Raw limit: `hs_limit --strategies buffered`, scan CPU only, median of 3 "
                  "repetitions. "
+                 "In each run the raw limit, `scan -j 1` and the pipeline are measured 3 times in turn and the fastest "
+                 "of each is kept (the machine switches speeds: both sides of a ratio get the same chances at the fast "
+                 "one); the table shows the median of the runs, min-max in brackets. "
                  "`scan -j 1`: the whole process on one thread (start-up included), CPU; ÷ limit = the limit's CPU time ÷ "
                  "scan's. `scan` (every core, %d here): wall. Pipeline: `fl_count --stages pipeline` (decode + match + "
                  "correlate in memory, as `scan -j 1` drives it), CPU, median of 3 repetitions in one process (the first "
@@ -162,8 +167,8 @@ def render(raw: dict) -> str:
         jobs = pa["jobs"]
         L.append("### `scan -j N`: one file on N threads")
         L.append("")
-        L.append("The --lines corpus A and B, full catalog, database cached; wall time of the whole process (median of "
-                 "the runs), speed-up against `-j 1` inside each run. %d cores here: N above that is not measured."
+        L.append("The --lines corpus A and B, full catalog, database cached; wall time of the whole process, each N "
+                 "run 3 times in turn and the fastest kept (median of the runs), speed-up against `-j 1` inside each run. %d cores here: N above that is not measured."
                  % pa.get("cores", 0))
         L.append("")
         L.append("| corpus | MB | " + " | ".join("`-j %s` s (speed-up)" % j for j in jobs) + " |")
