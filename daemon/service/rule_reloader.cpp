@@ -14,9 +14,12 @@
 namespace faultline {
 
 RuleLoad load_rule_set(const Config& config) {
-  // The daemon's policy: a set with any error compiles nothing, so a broken set never replaces a running one.
-  Catalog catalog = load_and_compile(config.rules.paths, config.rules.overrides, config.rules.cache_dir,
-                                     CatalogPolicy{OnLoadError::stop});
+  // The daemon's policy: a set with any error compiles nothing, so a broken set never replaces a running one. The
+  // rules' tests are not read (they are `faultline test`'s and `check`'s): most of the catalog's text, and with them
+  // left out a file read before with the same bytes is not parsed again (the parsed-rules cache beside the database).
+  CatalogPolicy policy{OnLoadError::stop};
+  policy.tests = false;
+  Catalog catalog = load_and_compile(config.rules.paths, config.rules.overrides, config.rules.cache_dir, policy);
   RuleLoad out;
   out.diagnostics = std::move(catalog.diagnostics);
   out.seconds = catalog.seconds;

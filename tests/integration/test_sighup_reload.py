@@ -1,5 +1,7 @@
 """SIGHUP with a broken rule file: the new set is rejected with every error and its position logged, and the old
-rules keep firing; once the file is fixed, the change itself (inotify on the rules directory) reloads them."""
+rules keep firing; once the file is fixed, the change itself (inotify on the rules directory) reloads them. A rule
+file edited in place is read again (the daemon keeps parsed rule files in its cache, keyed by their bytes), and the
+rules' tests are not the daemon's: a broken test does not keep the rule from running."""
 import os
 import sys
 import re
@@ -17,6 +19,14 @@ events:
   beta:
     regex: 'BETA (?P<n>\d+)'
 key: [stream, "field:n"]
+"""
+
+# beta-line edited: another word, and a tests block that `faultline test` would reject (a key no test has).
+GAMMA_RULE = BETA_RULE.replace("BETA", "GAMMA") + """
+tests:
+  - name: not the daemon's to check
+    lines: "GAMMA 1"
+    no_such_key: 1
 """
 
 BROKEN = """id: broken-rule
@@ -48,10 +58,24 @@ def test(work):
     work.write_rule("beta.yaml", BETA_RULE)
     d.wait_reloaded(2, what="the automatic reload")
     d.feed("LINE 3 BETA 3 both rules", expect=4, what="both rules firing")
+    cache = os.path.join(d.state, "cache")
+    check(any(n.startswith("parsed-") for n in os.listdir(cache)), "no parsed rule files kept in %s" % cache)
+
+    # Edited in place (same name, other bytes): the new text is what runs, not the parsed copy of the old one.
+    reloads = sum("rules reloaded" in l.get("msg", "") for l in d.log_lines())
+    tmp = os.path.join(work.rules, ".beta.yaml.tmp")
+    with open(tmp, "w") as f:
+        f.write(GAMMA_RULE)
+    os.replace(tmp, os.path.join(work.rules, "beta.yaml"))
+    tl.wait_until(lambda: sum("rules reloaded" in l.get("msg", "") for l in d.log_lines()) > reloads, 20,
+                  what="the reload of the edited file", alive=d)
+    d.feed("LINE 4 BETA 4 old word", expect=5, what="line 4 (every-line only)")
+    d.feed("LINE 5 GAMMA 5 new word", expect=7, what="line 5 (both rules)")
     d.stop_ok()
     incs = d.incidents()
-    tl.assert_exactly_once(incs, [1, 2, 3])
-    check([i["fields"]["n"] for i in incs if i["rule"] == "beta-line"] == ["3"], "beta rule after reload")
+    tl.assert_exactly_once(incs, [1, 2, 3, 4, 5])
+    check([i["fields"]["n"] for i in incs if i["rule"] == "beta-line"] == ["3", "5"], "beta rule after reloads: %s"
+          % [i["fields"]["n"] for i in incs if i["rule"] == "beta-line"])
 
 
 if __name__ == "__main__":
