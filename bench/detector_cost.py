@@ -72,7 +72,8 @@ def measure(exe: str, out: str, lines: int, runs: int, log=print) -> dict:
             for _ in range(TURNS):
                 for d in order:
                     got[d].append(scan(exe, path, cache, d))
-            pairs.append({d_name: min(got[d], key=lambda r: r["cpu"]) for d_name, d in (("with", True), ("without", False))})
+            fastest = {d: min(runs, key=lambda r: r["cpu"]) for d, runs in got.items()}
+            pairs.append({"with": fastest[True], "without": fastest[False]})
         res[name] = {"bytes": size, "lines": lines, "pairs": pairs}
     return res
 
@@ -90,10 +91,11 @@ def render(res: dict, cmdline: str, exe_name: str) -> tuple[str, bool]:
     L = [BEGIN, "## The fingerprint detector: scan throughput with and without it", "",
          "Measured %s by `bench/detector_cost.py%s` on %s, %d cores (shared: CPU-time figures are the steadier "
          "ones). `faultline scan -j 1 --cache DIR` (database cached), with the detector (the %s) and without it "
-         "(`--no-fingerprints`: the rules' events only); binary `%s`. Each side of a pair is the fastest of 3 runs made "
-         "in turn with the other side's; each figure: median of the pairs (min–max); the ratio is taken inside each pair. MB = 10^6 bytes." % (dt.datetime.now().strftime("%Y-%m-%d %H:%M"), cmdline,
+         "(`--no-fingerprints`: the rules' events only); binary `%s`. Each side of a pair is the fastest of %d runs "
+         "made in turn with the other side's; each figure: median of the pairs (min–max); the ratio is taken inside "
+         "each pair. MB = 10^6 bytes." % (dt.datetime.now().strftime("%Y-%m-%d %H:%M"), cmdline,
                                                        mi["cpu"], mi["cores"], "17 story anchors in the same Hyperscan "
-                                                       "database and the detector on every batch", exe_name),
+                                                       "database and the detector on every batch", exe_name, TURNS),
          "",
          "| corpus | lines | MB | with: MB/s (CPU) | without: MB/s (CPU) | ratio (CPU) | ratio (wall) | "
          "RSS with / without (MiB) | incidents with / without |",

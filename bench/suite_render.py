@@ -168,8 +168,8 @@ def render(raw: dict) -> str:
         L.append("### `scan -j N`: one file on N threads")
         L.append("")
         L.append("The --lines corpus A and B, full catalog, database cached; wall time of the whole process, each N "
-                 "run 3 times in turn and the fastest kept (median of the runs), speed-up against `-j 1` inside each run. %d cores here: N above that is not measured."
-                 % pa.get("cores", 0))
+                 "run 3 times in turn and the fastest kept (median of the runs), speed-up against `-j 1` inside each "
+                 "run. %d cores here: N above that is not measured." % pa.get("cores", 0))
         L.append("")
         L.append("| corpus | MB | " + " | ".join("`-j %s` s (speed-up)" % j for j in jobs) + " |")
         L.append("|---|---:|" + "---:|" * len(jobs))

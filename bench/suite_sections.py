@@ -42,7 +42,6 @@ def alternate(measures: dict, key: dict, n: int = ALTERNATIONS) -> dict:
     return out
 
 
-
 def section_check(ctx: dict) -> dict:
     """Per-pattern agreement of every tool on every set."""
     b, res = ctx["bin"], {}

@@ -63,7 +63,7 @@ def test(work):
 
     # Edited in place (same name, other bytes): the new text is what runs, not the parsed copy of the old one.
     reloads = sum("rules reloaded" in l.get("msg", "") for l in d.log_lines())
-    tmp = os.path.join(work.rules, ".beta.yaml.tmp")
+    tmp = os.path.join(work.path, "beta.yaml.new")  # written beside the rules, then renamed into place at once
     with open(tmp, "w") as f:
         f.write(GAMMA_RULE)
     os.replace(tmp, os.path.join(work.rules, "beta.yaml"))
