@@ -29,14 +29,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from suite_common import corpus, corpus_of, machine_info  # noqa: E402
+from suite_common import ALTERNATIONS, alternate, corpus, corpus_of, machine_info  # noqa: E402
 
 BEGIN, END = "<!-- BEGIN detector-cost -->", "<!-- END detector-cost -->"
 MIN_RATIO = 0.9
 MAX_RSS_MIB = 32
-# Each side of a pair is the fastest of TURNS runs, the two run in turn: the bench machine switches between two speeds
-# for seconds at a time, and a single run of each could fall on different ones.
-TURNS = 3
 
 
 def scan(exe: str, path: str, cache: str, detector: bool) -> dict:
@@ -67,13 +64,13 @@ def measure(exe: str, out: str, lines: int, runs: int, log=print) -> dict:
         pairs = []
         for i in range(runs):
             log("detector cost: corpus %s, pair %d/%d" % (name, i + 1, runs))
-            order = (True, False) if i % 2 == 0 else (False, True)
-            got = {True: [], False: []}
-            for _ in range(TURNS):
-                for d in order:
-                    got[d].append(scan(exe, path, cache, d))
-            fastest = {d: min(runs, key=lambda r: r["cpu"]) for d, runs in got.items()}
-            pairs.append({"with": fastest[True], "without": fastest[False]})
+            # Each side is the fastest of ALTERNATIONS runs made in turn (suite_common.alternate), which side goes
+            # first alternating from pair to pair.
+            sides = [("with", True), ("without", False)]
+            order = sides if i % 2 == 0 else sides[::-1]
+            got = alternate({n: (lambda d=d: scan(exe, path, cache, d)) for n, d in order},
+                            {n: (lambda r: r["cpu"]) for n, _ in order})
+            pairs.append({"with": got["with"], "without": got["without"]})
         res[name] = {"bytes": size, "lines": lines, "pairs": pairs}
     return res
 
@@ -95,7 +92,7 @@ def render(res: dict, cmdline: str, exe_name: str) -> tuple[str, bool]:
          "made in turn with the other side's; each figure: median of the pairs (min–max); the ratio is taken inside "
          "each pair. MB = 10^6 bytes." % (dt.datetime.now().strftime("%Y-%m-%d %H:%M"), cmdline,
                                                        mi["cpu"], mi["cores"], "17 story anchors in the same Hyperscan "
-                                                       "database and the detector on every batch", exe_name, TURNS),
+                                                       "database and the detector on every batch", exe_name, ALTERNATIONS),
          "",
          "| corpus | lines | MB | with: MB/s (CPU) | without: MB/s (CPU) | ratio (CPU) | ratio (wall) | "
          "RSS with / without (MiB) | incidents with / without |",

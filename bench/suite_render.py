@@ -61,13 +61,13 @@ def render(raw: dict) -> str:
         L.append("Corpus: `gen_corpus.py --lines %d --seed 1 --inject 2e-05` (raw), %.1f MB. The raw limit is "
                  "`hs_limit --strategies buffered` on the same patterns: one `hs_scan` per 1 MiB of the file already in "
                  "memory, nothing else (no decoding, no per-line work); its MB/s counts scan time only, median of 3 "
-                 "repetitions in one process. In each run the raw limit and `faultline scan` are measured 3 times in "
+                 "repetitions in one process. In each run the raw limit and `faultline scan` are measured %d times in "
                  "turn and the fastest of each is kept: the machine switches speeds, and both sides of a ratio get the "
                  "same chances at the fast one. fl_count's stages are the median of 3 repetitions in one process "
                  "(the first pays first-use costs, ~50 ms, that a whole `scan` counts once). `faultline "
                  "scan` is the whole process (start-up, reading the file, decoding, matching, correlating, "
                  "incidents). Other processes used %s cores meanwhile."
-                 % (sc["lines"], B / 1e6, fmt(others, 1)))
+                 % (sc["lines"], B / 1e6, ALTERNATIONS, fmt(others, 1)))
         L.append("")
         L.append("| tool | MB/s (wall) | MB/s (CPU) | ÷ raw limit (wall) | ÷ raw limit (CPU) |")
         L.append("|---|---:|---:|---:|---:|")
@@ -127,7 +127,7 @@ def render(raw: dict) -> str:
                  "(`wrap_corpus.py`: CRI lines, docker json-file entries with Docker's escapes; lines over 4 KB split into "
                  "P fragments / partial entries). Raw limit: `hs_limit --strategies buffered`, scan CPU only, median of 3 "
                  "repetitions. "
-                 "In each run the raw limit, `scan -j 1` and the pipeline are measured 3 times in turn and the fastest "
+                 "In each run the raw limit, `scan -j 1` and the pipeline are measured %d times in turn and the fastest "
                  "of each is kept (the machine switches speeds: both sides of a ratio get the same chances at the fast "
                  "one); the table shows the median of the runs, min-max in brackets. "
                  "`scan -j 1`: the whole process on one thread (start-up included), CPU; ÷ limit = the limit's CPU time ÷ "
@@ -136,7 +136,7 @@ def render(raw: dict) -> str:
                  "pays first-use costs that the whole-process figure counts once). Daemon's path: `fl_count --stages feed`, "
                  "the same "
                  "pipeline fed 1 MiB reads as `run` feeds a tailed file, CPU."
-                 % (CORPUS_NAMES["A"], CORPUS_NAMES["B"], co.get("cores", 0)))
+                 % (CORPUS_NAMES["A"], CORPUS_NAMES["B"], ALTERNATIONS, co.get("cores", 0)))
         L.append("")
         L.append("| corpus | lines | MB | raw limit MB/s | pipeline MB/s | ÷ limit | daemon's path MB/s | `scan -j 1` MB/s "
                  "(CPU) | ÷ limit | `scan` self-reported ms | `scan` every core, MB/s (wall) |")
@@ -168,8 +168,8 @@ def render(raw: dict) -> str:
         L.append("### `scan -j N`: one file on N threads")
         L.append("")
         L.append("The --lines corpus A and B, full catalog, database cached; wall time of the whole process, each N "
-                 "run 3 times in turn and the fastest kept (median of the runs), speed-up against `-j 1` inside each "
-                 "run. %d cores here: N above that is not measured." % pa.get("cores", 0))
+                 "run %d times in turn and the fastest kept (median of the runs), speed-up against `-j 1` inside each "
+                 "run. %d cores here: N above that is not measured." % (ALTERNATIONS, pa.get("cores", 0)))
         L.append("")
         L.append("| corpus | MB | " + " | ".join("`-j %s` s (speed-up)" % j for j in jobs) + " |")
         L.append("|---|---:|" + "---:|" * len(jobs))
