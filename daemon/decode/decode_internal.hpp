@@ -68,4 +68,10 @@ bool parse_docker(std::string_view line, bool cut, std::string& scratch, std::st
 std::size_t docker_plain_line(const char* p, std::size_t len, std::size_t cap, std::string& scratch,
                               std::string_view& log, DockerLine& out, WrapperClock* clock);
 
+// The vector code that finds runs of plain lines (raw and CRI framing): the best this CPU has. Tests pick a lesser one
+// to check each against the line-by-line path; a pick the CPU cannot run gives the best it can. Returns the previous.
+enum class VectorFraming : std::uint8_t { none = 0, avx2 = 1, avx512 = 2 };
+VectorFraming vector_framing();
+VectorFraming set_vector_framing(VectorFraming wanted);
+
 }  // namespace faultline::decode_detail

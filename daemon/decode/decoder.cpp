@@ -16,6 +16,7 @@
 // through a header that only this file reads, and the hot path would lose the inlining that keeps it allocation-free.
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <limits>
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -157,11 +158,92 @@ __attribute__((target("avx2"))) std::size_t plain_lines_avx2(const char* p, std:
 }
 #endif
 
+#if defined(__x86_64__) && defined(__GNUC__)
+// The same with AVX-512 (VBMI2): the block's bytes are compared in one register each way, and a block that holds no
+// special byte and no line too long has its newlines' positions packed (vpcompressb) and written in one store, with
+// no branch per line. A block with a special byte, or a line that may be too long, goes the way plain_lines_avx2
+// goes. It stops while 64 entries of room are left, so one block's newlines always fit.
+#define FAULTLINE_AVX512 "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,bmi,bmi2,popcnt,lzcnt"
+__attribute__((target(FAULTLINE_AVX512))) std::size_t plain_lines_avx512(const char* p, std::size_t from,
+                                                                           std::size_t n, std::size_t max_line,
+                                                                           std::uint32_t* ends, std::size_t cap) {
+  const __m512i lf = _mm512_set1_epi8('\n');
+  // (Loaded from memory, not broadcast or widened by the unmasked intrinsics: GCC 12 warns of those.)
+  alignas(64) static constexpr std::uint8_t kTable[64] = {
+      1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x1b, 0, '\r', '^', 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x1b, 0, '\r', '^', 0,
+      1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x1b, 0, '\r', '^', 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x1b, 0, '\r', '^', 0};
+  const __m512i table = _mm512_load_si512(kTable);
+  alignas(64) static constexpr std::uint8_t kIndex[64] = {
+      0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+      22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43,
+      44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63};
+  const __m512i index = _mm512_load_si512(kIndex);
+  std::size_t count = 0;
+  std::size_t line = from;
+  for (std::size_t block = from; block + 64 <= n && count + 64 <= cap; block += 64) {
+    __builtin_prefetch(p + block + kPrefetchAhead);
+    const __m512i v = _mm512_loadu_si512(p + block);
+    std::uint64_t nl = _mm512_cmpeq_epi8_mask(v, lf);
+    const std::uint64_t special = _mm512_cmpeq_epi8_mask(v, _mm512_shuffle_epi8(table, v));
+    if (special == 0 && block + 64 - line <= max_line) {
+      // Every line that ends here is plain and short enough: its '\n' positions, packed, then widened and stored.
+      const auto k = static_cast<std::size_t>(__builtin_popcountll(nl));
+      const __m512i packed = _mm512_maskz_compress_epi8(nl, index);
+      const __m512i base = _mm512_set1_epi32(static_cast<int>(block));
+      const __m512i wide = _mm512_maskz_cvtepu8_epi32(0xffff, _mm512_maskz_extracti32x4_epi32(0xf, packed, 0));
+      _mm512_storeu_si512(ends + count, _mm512_add_epi32(wide, base));
+      if (k > 16) [[unlikely]] {
+        alignas(64) std::uint8_t at[64];
+        _mm512_store_si512(at, packed);
+        for (std::size_t j = 16; j < k; ++j) ends[count + j] = static_cast<std::uint32_t>(block + at[j]);
+      }
+      count += k;
+      // The open line starts after the block's last '\n' (when it has one).
+      line = nl != 0 ? block + 64 - static_cast<std::size_t>(__builtin_clzll(nl)) : line;
+      continue;
+    }
+    while (nl != 0) {
+      const auto k = static_cast<unsigned>(__builtin_ctzll(nl));
+      const std::size_t end = block + k;
+      const std::uint64_t before = k == 0 ? 0 : ~std::uint64_t{0} >> (64 - k);
+      if ((special & before) != 0 || end - line > max_line) return count;
+      ends[count++] = static_cast<std::uint32_t>(end);
+      line = end + 1;
+      nl &= nl - 1;
+    }
+    if (special != 0 || block + 64 - line > max_line) return count;
+  }
+  return count;
+}
+#undef FAULTLINE_AVX512
+#endif
+
+decode_detail::VectorFraming best_vector_framing() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vbmi2")) {
+    return decode_detail::VectorFraming::avx512;
+  }
+  if (kHaveAvx2) return decode_detail::VectorFraming::avx2;
+#endif
+  return decode_detail::VectorFraming::none;
+}
+
+const decode_detail::VectorFraming kBestFraming = best_vector_framing();
+std::atomic<decode_detail::VectorFraming> framing{kBestFraming};
+
 // The plain lines the fastest way this CPU has; 0 (feed_raw takes every line) where there is no vector code for it.
+// It may stop with up to 64 entries of `ends` unused when more lines follow: a caller calls again until a call
+// leaves more room than that.
 std::size_t find_plain_lines(const char* p, std::size_t from, std::size_t n, std::size_t max_line,
                              std::uint32_t* ends, std::size_t cap) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (kHaveAvx2) return plain_lines_avx2(p, from, n, max_line, ends, cap);
+  switch (framing.load(std::memory_order_relaxed)) {
+    case decode_detail::VectorFraming::avx512: return plain_lines_avx512(p, from, n, max_line, ends, cap);
+    case decode_detail::VectorFraming::avx2: return plain_lines_avx2(p, from, n, max_line, ends, cap);
+    case decode_detail::VectorFraming::none: break;
+  }
 #endif
   (void)p, (void)from, (void)n, (void)max_line, (void)ends, (void)cap;
   return 0;
@@ -462,7 +544,7 @@ struct Decoder::Impl {
   // Plain lines from bytes[i] on, many at a time (find_plain_lines), each a record referring to the bytes fed; the
   // index after the last one taken (i when none was: feed_raw takes the next line).
   std::size_t feed_plain(std::string_view bytes, std::size_t i, RecordBatch& out) {
-    constexpr std::size_t kCap = 256;
+    constexpr std::size_t kCap = 320;
     std::uint32_t ends[kCap];
     const std::uint64_t base = pos - i;  // stream offset of bytes[0]
     const std::size_t n = std::min<std::size_t>(bytes.size(), std::numeric_limits<std::uint32_t>::max());
@@ -485,7 +567,7 @@ struct Decoder::Impl {
         committed = pos;
         committed_line = line_no;
       }
-      if (count < kCap) return i;
+      if (count + 64 <= kCap) return i;  // it stopped at a line it does not take, or at the end of `bytes`
     }
   }
 
@@ -603,7 +685,7 @@ struct Decoder::Impl {
   // after the last one taken; the lines that are left (the last ones of `bytes`, or one that is not plain) go the way
   // they went.
   std::size_t feed_cri_plain(std::string_view bytes, std::size_t i, RecordBatch& out) {
-    constexpr std::size_t kCap = 256;
+    constexpr std::size_t kCap = 320;
     std::uint32_t ends[kCap];
     const std::size_t n = std::min<std::size_t>(bytes.size(), std::numeric_limits<std::uint32_t>::max());
     while (line_buf.empty() && !line_over) {
@@ -612,7 +694,7 @@ struct Decoder::Impl {
         if (!take_plain(cri_line(std::string_view(bytes.data() + i, ends[k] - i)), out)) return i;
         i = ends[k] + 1;
       }
-      if (count < kCap) return i;
+      if (count + 64 <= kCap) return i;  // as in feed_plain
     }
     return i;
   }
@@ -788,5 +870,12 @@ std::uint64_t Decoder::committed_line() const { return impl_->committed_line_no(
 void Decoder::resume_at(std::uint64_t offset, std::uint64_t line) { impl_->resume_at(offset, line); }
 ContainerFormat Decoder::format() const { return impl_->fmt; }
 const DecodeStats& Decoder::stats() const { return impl_->stats; }
+
+namespace decode_detail {
+VectorFraming vector_framing() { return framing.load(std::memory_order_relaxed); }
+VectorFraming set_vector_framing(VectorFraming wanted) {
+  return framing.exchange(std::min(wanted, kBestFraming), std::memory_order_relaxed);
+}
+}  // namespace decode_detail
 
 }  // namespace faultline

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "decode/decode_internal.hpp"
 #include "faultline/decode.hpp"
 
 using namespace faultline;
@@ -206,8 +207,19 @@ TEST_CASE("in place, plain lines taken many at a time give the records that copy
     if (i % 97 == 5) text += "\n\n";
   }
   text += "a last line without its newline";
+  // Each vector code this CPU runs (the best one, and each lesser one picked by hand).
+  using decode_detail::VectorFraming;
+  const VectorFraming best = decode_detail::vector_framing();
+  struct Restore {
+    VectorFraming was;
+    ~Restore() { decode_detail::set_vector_framing(was); }
+  } restore{best};
+  const auto framing = GENERATE(VectorFraming::avx512, VectorFraming::avx2, VectorFraming::none);
+  if (framing > best) return;  // this CPU has no such vector code
+  decode_detail::set_vector_framing(framing);
+  REQUIRE(decode_detail::vector_framing() == framing);
   for (std::size_t max_line : {std::size_t{64 * 1024}, std::size_t{100}, std::size_t{63}, std::size_t{64}}) {
-    INFO("max_line " << max_line);
+    INFO("framing " << static_cast<int>(framing) << ", max_line " << max_line);
     const auto o = options(ContainerFormat::raw, max_line);
     DecodeStats copied_stats;
     const auto copied = decode(text, o, &copied_stats);
