@@ -115,24 +115,39 @@ TEST_CASE("CRI: lines that do not fit are kept as raw text and counted", "[decod
 
 namespace {
 
-// `log` fed whole and fed one byte at a time, as `format` and auto-detected, at three line bounds: the same records
-// and counts. It must hold malformed lines and partial entries.
+// `log` fed whole and fed one byte at a time, as `format` and auto-detected, at one line bound: the same records and
+// counts. It must hold malformed lines and partial entries.
+void require_whole_as_bytewise_at(const std::string& log, ContainerFormat format, std::size_t max_line) {
+  for (ContainerFormat f : {format, ContainerFormat::auto_detect}) {
+    DecodeStats whole_stats, bytewise_stats;
+    const auto whole = decode(log, options(f, max_line), &whole_stats);
+    const auto bytewise = decode_chunked(log, options(f, max_line), {1}, &bytewise_stats);
+    REQUIRE(whole.size() > 3000);
+    REQUIRE(bytewise.size() == whole.size());
+    for (std::size_t i = 0; i < whole.size(); ++i) REQUIRE(whole[i] == bytewise[i]);
+    CHECK(whole_stats.lines == bytewise_stats.lines);
+    CHECK(whole_stats.malformed == bytewise_stats.malformed);
+    CHECK(whole_stats.partials_joined == bytewise_stats.partials_joined);
+    CHECK(whole_stats.truncated == bytewise_stats.truncated);
+    CHECK(whole_stats.malformed > 50);
+    CHECK(whole_stats.partials_joined > 300);
+  }
+}
+
+// The same at three line bounds, with each vector code this CPU runs for the one-pass paths.
 void require_whole_as_bytewise(const std::string& log, ContainerFormat format) {
-  for (std::size_t max_line : {std::size_t{64 * 1024}, std::size_t{100}, std::size_t{30}}) {
-    INFO("max_line " << max_line);
-    for (ContainerFormat f : {format, ContainerFormat::auto_detect}) {
-      DecodeStats whole_stats, bytewise_stats;
-      const auto whole = decode(log, options(f, max_line), &whole_stats);
-      const auto bytewise = decode_chunked(log, options(f, max_line), {1}, &bytewise_stats);
-      REQUIRE(whole.size() > 3000);
-      REQUIRE(bytewise.size() == whole.size());
-      for (std::size_t i = 0; i < whole.size(); ++i) REQUIRE(whole[i] == bytewise[i]);
-      CHECK(whole_stats.lines == bytewise_stats.lines);
-      CHECK(whole_stats.malformed == bytewise_stats.malformed);
-      CHECK(whole_stats.partials_joined == bytewise_stats.partials_joined);
-      CHECK(whole_stats.truncated == bytewise_stats.truncated);
-      CHECK(whole_stats.malformed > 50);
-      CHECK(whole_stats.partials_joined > 300);
+  using decode_detail::VectorFraming;
+  const VectorFraming best = decode_detail::vector_framing();
+  struct Restore {
+    VectorFraming was;
+    ~Restore() { decode_detail::set_vector_framing(was); }
+  } restore{best};
+  for (const auto framing : {VectorFraming::avx512, VectorFraming::avx2, VectorFraming::none}) {
+    if (framing > best) continue;  // this CPU has no such vector code
+    decode_detail::set_vector_framing(framing);
+    for (std::size_t max_line : {std::size_t{64 * 1024}, std::size_t{100}, std::size_t{30}}) {
+      INFO("framing " << static_cast<int>(framing) << ", max_line " << max_line);
+      require_whole_as_bytewise_at(log, format, max_line);
     }
   }
 }
@@ -175,19 +190,7 @@ TEST_CASE("CRI: lines taken whole from the bytes fed give the records that takin
   log += cri("2026-11-29T10:09:00Z", "stdout", 'F', std::string(70000, 'z'));  // over the wrapper's bound
   log += cri("2026-11-29T10:09:01Z", "stdout", 'F', "after the long one");
   log += cri("2026-11-29T10:09:02Z", "stderr", 'P', "open at the end");
-  // With each vector code this CPU runs for finding the plain lines.
-  using decode_detail::VectorFraming;
-  const VectorFraming best = decode_detail::vector_framing();
-  struct Restore {
-    VectorFraming was;
-    ~Restore() { decode_detail::set_vector_framing(was); }
-  } restore{best};
-  for (const auto framing : {VectorFraming::avx512, VectorFraming::avx2, VectorFraming::none}) {
-    if (framing > best) continue;
-    INFO("framing " << static_cast<int>(framing));
-    decode_detail::set_vector_framing(framing);
-    require_whole_as_bytewise(log, ContainerFormat::cri);
-  }
+  require_whole_as_bytewise(log, ContainerFormat::cri);
 }
 
 // ---- docker json-file ------------------------------------------------------------------------------------------------
