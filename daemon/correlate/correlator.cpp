@@ -50,7 +50,7 @@ struct Correlator::Impl {
   // stream's time starts a new epoch of it: no sequence continues across, and the next completion is a repeat.
   Time see(const RecordMeta& rec, Call& call) {
     StreamState& st = streams[rec.stream];
-    const Time wall = options.clock->now();
+    const Time wall = call.wall;
     if (rec.line <= st.clock_line) return st.clock.bounded(rec, wall);  // looked at already (a hit, then the ring)
     st.clock_line = rec.line;
     const SeenTime seen = st.clock.see(rec, wall);
@@ -177,6 +177,7 @@ void Correlator::new_instance(std::uint32_t index, std::string instance) {
 void Correlator::process(const RecordBatch& batch, const std::vector<Hit>& hits, std::vector<Incident>& out) {
   Impl& m = *impl_;
   Call call{out, m.options.clock->steady(), &batch};
+  call.wall = m.options.clock->now();
   // A stream's clock moves with its lines that hit and with its last lines in the batch (for a log whose times only
   // go forward, the latest of the batch). Lines between them are not read for their time.
   for (const auto& hit : hits) {

@@ -53,6 +53,7 @@ struct Call {
   std::chrono::steady_clock::time_point read_at{};  // stamped on incidents raised now (latency metric)
   const RecordBatch* batch = nullptr;              // process() only: the batch being read
   std::uint64_t line = 0;                          // line of the hit being applied (line tolerance counts from it)
+  Time wall{};                                     // process() only: the wall clock when the batch came (read once)
 };
 
 }  // namespace faultline::correlate
