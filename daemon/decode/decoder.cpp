@@ -121,6 +121,26 @@ std::size_t find_special(const char* p, std::size_t n) {
 // CR, ESC and '^' are told from every other byte by a lookup of the byte's low nibble (their low nibbles, D, B and E,
 // differ): the table holds each at its nibble and, everywhere else, a byte whose low nibble is not its index (so it
 // equals no byte looked up there); bytes >= 0x80 look up 0, which equals none of them.
+// The lines that end in one 64-byte block, '\n' by '\n' (bit k of `nl`: a '\n' at block + k; of `special`: a CR, ESC
+// or '^'), from the open line that starts at `line`: each one's end into ends[count++], while count < cap. False when
+// framing stops here: at a line with a special byte or longer than max_line, or when the line still open has one or
+// is already too long (feed_raw takes that line). A block starts at a line start or inside the open line, so a
+// special byte below a '\n' is in that line.
+__attribute__((always_inline)) inline bool block_lines(std::uint64_t nl, std::uint64_t special, std::size_t block,
+                                                       std::size_t max_line, std::size_t& line, std::uint32_t* ends,
+                                                       std::size_t& count, std::size_t cap) {
+  while (nl != 0 && count < cap) {
+    const auto k = static_cast<unsigned>(__builtin_ctzll(nl));
+    const std::size_t end = block + k;
+    const std::uint64_t before = k == 0 ? 0 : ~std::uint64_t{0} >> (64 - k);
+    if ((special & before) != 0 || end - line > max_line) return false;
+    ends[count++] = static_cast<std::uint32_t>(end);
+    line = end + 1;
+    nl &= nl - 1;
+  }
+  return !(count < cap && (special != 0 || block + 64 - line > max_line));
+}
+
 __attribute__((target("avx2"))) inline std::uint64_t movemask64(__m256i lo, __m256i hi) {
   return std::uint64_t{static_cast<std::uint32_t>(_mm256_movemask_epi8(lo))} |
          (std::uint64_t{static_cast<std::uint32_t>(_mm256_movemask_epi8(hi))} << 32);
@@ -138,21 +158,10 @@ __attribute__((target("avx2"))) std::size_t plain_lines_avx2(const char* p, std:
     __builtin_prefetch(p + block + kPrefetchAhead);
     const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + block));
     const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + block + 32));
-    std::uint64_t nl = movemask64(_mm256_cmpeq_epi8(a, lf), _mm256_cmpeq_epi8(b, lf));
+    const std::uint64_t nl = movemask64(_mm256_cmpeq_epi8(a, lf), _mm256_cmpeq_epi8(b, lf));
     const std::uint64_t special =
         movemask64(_mm256_cmpeq_epi8(a, _mm256_shuffle_epi8(table, a)), _mm256_cmpeq_epi8(b, _mm256_shuffle_epi8(table, b)));
-    // Each block starts at a line start or inside the open line: a special byte below a '\n' is in that line.
-    while (nl != 0 && count < cap) {
-      const auto k = static_cast<unsigned>(__builtin_ctzll(nl));
-      const std::size_t end = block + k;
-      const std::uint64_t before = k == 0 ? 0 : ~std::uint64_t{0} >> (64 - k);
-      if ((special & before) != 0 || end - line > max_line) return count;
-      ends[count++] = static_cast<std::uint32_t>(end);
-      line = end + 1;
-      nl &= nl - 1;
-    }
-    // A special byte in the line still open, or a line longer than allowed: feed_raw takes that line.
-    if (count < cap && (special != 0 || block + 64 - line > max_line)) return count;
+    if (!block_lines(nl, special, block, max_line, line, ends, count, cap)) return count;
   }
   return count;
 }
@@ -161,8 +170,8 @@ __attribute__((target("avx2"))) std::size_t plain_lines_avx2(const char* p, std:
 #if defined(__x86_64__) && defined(__GNUC__)
 // The same with AVX-512 (VBMI2): the block's bytes are compared in one register each way, and a block that holds no
 // special byte and no line too long has its newlines' positions packed (vpcompressb) and written in one store, with
-// no branch per line. A block with a special byte, or a line that may be too long, goes the way plain_lines_avx2
-// goes. It stops while 64 entries of room are left, so one block's newlines always fit.
+// no branch per line. A block with a special byte, or a line that may be too long, goes line by line as in
+// plain_lines_avx2 (block_lines). It stops while 64 entries of room are left, so one block's newlines always fit.
 #define FAULTLINE_AVX512 "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,bmi,bmi2,popcnt,lzcnt"
 __attribute__((target(FAULTLINE_AVX512))) std::size_t plain_lines_avx512(const char* p, std::size_t from,
                                                                            std::size_t n, std::size_t max_line,
@@ -183,7 +192,7 @@ __attribute__((target(FAULTLINE_AVX512))) std::size_t plain_lines_avx512(const c
   for (std::size_t block = from; block + 64 <= n && count + 64 <= cap; block += 64) {
     __builtin_prefetch(p + block + kPrefetchAhead);
     const __m512i v = _mm512_loadu_si512(p + block);
-    std::uint64_t nl = _mm512_cmpeq_epi8_mask(v, lf);
+    const std::uint64_t nl = _mm512_cmpeq_epi8_mask(v, lf);
     const std::uint64_t special = _mm512_cmpeq_epi8_mask(v, _mm512_shuffle_epi8(table, v));
     if (special == 0 && block + 64 - line <= max_line) {
       // Every line that ends here is plain and short enough: its '\n' positions, packed, then widened and stored.
@@ -202,16 +211,7 @@ __attribute__((target(FAULTLINE_AVX512))) std::size_t plain_lines_avx512(const c
       line = nl != 0 ? block + 64 - static_cast<std::size_t>(__builtin_clzll(nl)) : line;
       continue;
     }
-    while (nl != 0) {
-      const auto k = static_cast<unsigned>(__builtin_ctzll(nl));
-      const std::size_t end = block + k;
-      const std::uint64_t before = k == 0 ? 0 : ~std::uint64_t{0} >> (64 - k);
-      if ((special & before) != 0 || end - line > max_line) return count;
-      ends[count++] = static_cast<std::uint32_t>(end);
-      line = end + 1;
-      nl &= nl - 1;
-    }
-    if (special != 0 || block + 64 - line > max_line) return count;
+    if (!block_lines(nl, special, block, max_line, line, ends, count, cap)) return count;
   }
   return count;
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "decode/decode_internal.hpp"
 #include "faultline/decode.hpp"
 
 namespace decode_test {
@@ -163,3 +164,21 @@ std::string realistic_raw_log() {
 
 
 }  // namespace decode_test
+
+// Runs `body(framing)` once with each vector code this CPU has for framing plain lines (AVX-512, AVX2, none: the best
+// one and each lesser one picked by hand), then puts the best one back.
+template <class Body>
+void for_each_vector_framing(Body&& body) {
+  using faultline::decode_detail::VectorFraming;
+  const VectorFraming best = faultline::decode_detail::vector_framing();
+  struct Restore {
+    VectorFraming was;
+    ~Restore() { faultline::decode_detail::set_vector_framing(was); }
+  } restore{best};
+  for (const auto framing : {VectorFraming::avx512, VectorFraming::avx2, VectorFraming::none}) {
+    if (framing > best) continue;  // this CPU has no such vector code
+    faultline::decode_detail::set_vector_framing(framing);
+    REQUIRE(faultline::decode_detail::vector_framing() == framing);
+    body(framing);
+  }
+}

@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "decode/decode_internal.hpp"
 #include "faultline/decode.hpp"
 
 using namespace faultline;
@@ -207,41 +206,33 @@ TEST_CASE("in place, plain lines taken many at a time give the records that copy
     if (i % 97 == 5) text += "\n\n";
   }
   text += "a last line without its newline";
-  // Each vector code this CPU runs (the best one, and each lesser one picked by hand).
-  using decode_detail::VectorFraming;
-  const VectorFraming best = decode_detail::vector_framing();
-  struct Restore {
-    VectorFraming was;
-    ~Restore() { decode_detail::set_vector_framing(was); }
-  } restore{best};
-  const auto framing = GENERATE(VectorFraming::avx512, VectorFraming::avx2, VectorFraming::none);
-  if (framing > best) return;  // this CPU has no such vector code
-  decode_detail::set_vector_framing(framing);
-  REQUIRE(decode_detail::vector_framing() == framing);
-  for (std::size_t max_line : {std::size_t{64 * 1024}, std::size_t{100}, std::size_t{63}, std::size_t{64}}) {
-    INFO("framing " << static_cast<int>(framing) << ", max_line " << max_line);
-    const auto o = options(ContainerFormat::raw, max_line);
-    DecodeStats copied_stats;
-    const auto copied = decode(text, o, &copied_stats);
-    for (std::size_t piece : {std::size_t{1} << 20, std::size_t{4096}, std::size_t{333}, std::size_t{65}}) {
-      INFO("piece " << piece);
-      Decoder d(7, o);
-      RecordBatch b;
-      std::vector<Rec> in_place;
-      for (std::size_t at = 0; at < text.size(); at += piece) {
-        d.feed(std::string_view(text).substr(at, piece), kRead, b, /*in_place=*/true);
+  // With each vector code this CPU runs.
+  for_each_vector_framing([&](decode_detail::VectorFraming framing) {
+    for (std::size_t max_line : {std::size_t{64 * 1024}, std::size_t{100}, std::size_t{63}, std::size_t{64}}) {
+      INFO("framing " << static_cast<int>(framing) << ", max_line " << max_line);
+      const auto o = options(ContainerFormat::raw, max_line);
+      DecodeStats copied_stats;
+      const auto copied = decode(text, o, &copied_stats);
+      for (std::size_t piece : {std::size_t{1} << 20, std::size_t{4096}, std::size_t{333}, std::size_t{65}}) {
+        INFO("piece " << piece);
+        Decoder d(7, o);
+        RecordBatch b;
+        std::vector<Rec> in_place;
+        for (std::size_t at = 0; at < text.size(); at += piece) {
+          d.feed(std::string_view(text).substr(at, piece), kRead, b, /*in_place=*/true);
+          collect(b, in_place);
+          b.clear();
+        }
+        d.flush(kRead, b);
         collect(b, in_place);
-        b.clear();
+        REQUIRE(in_place.size() == copied.size());
+        for (std::size_t i = 0; i < copied.size(); ++i) REQUIRE(in_place[i] == copied[i]);
+        CHECK(d.stats().lines == copied_stats.lines);
+        CHECK(d.stats().truncated == copied_stats.truncated);
+        CHECK(d.committed_offset() == text.size());
       }
-      d.flush(kRead, b);
-      collect(b, in_place);
-      REQUIRE(in_place.size() == copied.size());
-      for (std::size_t i = 0; i < copied.size(); ++i) REQUIRE(in_place[i] == copied[i]);
-      CHECK(d.stats().lines == copied_stats.lines);
-      CHECK(d.stats().truncated == copied_stats.truncated);
-      CHECK(d.committed_offset() == text.size());
     }
-  }
+  });
 }
 
 TEST_CASE("lines longer than max_line_bytes are cut, flagged and counted", "[decode]") {

@@ -4,7 +4,6 @@
 #include <iterator>
 #include <random>
 
-#include "decode/decode_internal.hpp"
 #include "decode_support.hpp"
 
 using namespace decode_test;
@@ -136,20 +135,12 @@ void require_whole_as_bytewise_at(const std::string& log, ContainerFormat format
 
 // The same at three line bounds, with each vector code this CPU runs for the one-pass paths.
 void require_whole_as_bytewise(const std::string& log, ContainerFormat format) {
-  using decode_detail::VectorFraming;
-  const VectorFraming best = decode_detail::vector_framing();
-  struct Restore {
-    VectorFraming was;
-    ~Restore() { decode_detail::set_vector_framing(was); }
-  } restore{best};
-  for (const auto framing : {VectorFraming::avx512, VectorFraming::avx2, VectorFraming::none}) {
-    if (framing > best) continue;  // this CPU has no such vector code
-    decode_detail::set_vector_framing(framing);
+  for_each_vector_framing([&](decode_detail::VectorFraming framing) {
     for (std::size_t max_line : {std::size_t{64 * 1024}, std::size_t{100}, std::size_t{30}}) {
       INFO("framing " << static_cast<int>(framing) << ", max_line " << max_line);
       require_whole_as_bytewise_at(log, format, max_line);
     }
-  }
+  });
 }
 
 // The message of line i of a generated log: a vLLM prefix on every third, letters of a random length (now and then
