@@ -163,8 +163,6 @@ std::string realistic_raw_log() {
 }
 
 
-}  // namespace decode_test
-
 // Runs `body(framing)` once with each vector code this CPU has for framing plain lines (AVX-512, AVX2, none: the best
 // one and each lesser one picked by hand), then puts the best one back.
 template <class Body>
@@ -182,3 +180,5 @@ void for_each_vector_framing(Body&& body) {
     body(framing);
   }
 }
+
+}  // namespace decode_test

@@ -4,6 +4,7 @@
 #include <iterator>
 #include <random>
 
+#include "decode/decode_internal.hpp"
 #include "decode_support.hpp"
 
 using namespace decode_test;
