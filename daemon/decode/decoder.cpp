@@ -20,6 +20,7 @@
 #include <cstring>
 #include <limits>
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #elif defined(__SSE2__)
 #include <emmintrin.h>
@@ -37,6 +38,7 @@ namespace {
 constexpr std::size_t kDetectBytes = 64;           // enough for a CRI header
 constexpr std::size_t kKubeletFragment = 16 * 1024;  // kubelet and docker split long lines at 16 KiB
 constexpr std::size_t kPrefetchAhead = 2048;         // bytes ahead of the line being framed
+constexpr std::size_t kBlockLines = 64;              // find_plain_lines may leave this many entries of `ends` unused
 
 bool is_blank(std::string_view s) {
   for (const char c : s) {
@@ -171,8 +173,9 @@ __attribute__((target("avx2"))) std::size_t plain_lines_avx2(const char* p, std:
 // The same with AVX-512 (VBMI2): the block's bytes are compared in one register each way, and a block that holds no
 // special byte and no line too long has its newlines' positions packed (vpcompressb) and written in one store, with
 // no branch per line. A block with a special byte, or a line that may be too long, goes line by line as in
-// plain_lines_avx2 (block_lines). It stops while 64 entries of room are left, so one block's newlines always fit.
-#define FAULTLINE_AVX512 "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,bmi,bmi2,popcnt,lzcnt"
+// plain_lines_avx2 (block_lines). It stops while kBlockLines entries of room are left, so one block's newlines always
+// fit.
+#define FAULTLINE_AVX512 "avx512f,avx512bw,avx512vbmi2,bmi,bmi2,lzcnt,popcnt"
 __attribute__((target(FAULTLINE_AVX512))) std::size_t plain_lines_avx512(const char* p, std::size_t from,
                                                                            std::size_t n, std::size_t max_line,
                                                                            std::uint32_t* ends, std::size_t cap) {
@@ -189,7 +192,7 @@ __attribute__((target(FAULTLINE_AVX512))) std::size_t plain_lines_avx512(const c
   const __m512i index = _mm512_load_si512(kIndex);
   std::size_t count = 0;
   std::size_t line = from;
-  for (std::size_t block = from; block + 64 <= n && count + 64 <= cap; block += 64) {
+  for (std::size_t block = from; block + 64 <= n && count + kBlockLines <= cap; block += 64) {
     __builtin_prefetch(p + block + kPrefetchAhead);
     const __m512i v = _mm512_loadu_si512(p + block);
     const std::uint64_t nl = _mm512_cmpeq_epi8_mask(v, lf);
@@ -221,8 +224,12 @@ __attribute__((target(FAULTLINE_AVX512))) std::size_t plain_lines_avx512(const c
 decode_detail::VectorFraming best_vector_framing() {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vbmi2")) {
+  // Every feature plain_lines_avx512 is compiled for (LZCNT asked of CPUID: clang's builtin does not know it).
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool lzcnt = __get_cpuid(0x80000001u, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 5)) != 0;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
+      __builtin_cpu_supports("popcnt") && lzcnt) {
     return decode_detail::VectorFraming::avx512;
   }
   if (kHaveAvx2) return decode_detail::VectorFraming::avx2;
@@ -234,8 +241,8 @@ const decode_detail::VectorFraming kBestFraming = best_vector_framing();
 std::atomic<decode_detail::VectorFraming> framing{kBestFraming};
 
 // The plain lines the fastest way this CPU has; 0 (feed_raw takes every line) where there is no vector code for it.
-// It may stop with up to 64 entries of `ends` unused when more lines follow: a caller calls again until a call
-// leaves more room than that.
+// It may stop with up to kBlockLines entries of `ends` unused when more lines follow: a caller calls again until a
+// call leaves more room than that.
 std::size_t find_plain_lines(const char* p, std::size_t from, std::size_t n, std::size_t max_line,
                              std::uint32_t* ends, std::size_t cap) {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -544,7 +551,7 @@ struct Decoder::Impl {
   // Plain lines from bytes[i] on, many at a time (find_plain_lines), each a record referring to the bytes fed; the
   // index after the last one taken (i when none was: feed_raw takes the next line).
   std::size_t feed_plain(std::string_view bytes, std::size_t i, RecordBatch& out) {
-    constexpr std::size_t kCap = 320;
+    constexpr std::size_t kCap = 256 + kBlockLines;
     std::uint32_t ends[kCap];
     const std::uint64_t base = pos - i;  // stream offset of bytes[0]
     const std::size_t n = std::min<std::size_t>(bytes.size(), std::numeric_limits<std::uint32_t>::max());
@@ -567,7 +574,7 @@ struct Decoder::Impl {
         committed = pos;
         committed_line = line_no;
       }
-      if (count + 64 <= kCap) return i;  // it stopped at a line it does not take, or at the end of `bytes`
+      if (count + kBlockLines <= kCap) return i;  // it stopped at a line it does not take, or at the end of `bytes`
     }
   }
 
@@ -654,6 +661,8 @@ struct Decoder::Impl {
 
   // Docker: the driver's own layout, plain (see docker_plain_line).
   PlainLine plain_docker(const char* p, std::size_t len) {
+    // Framing told to use no vector code (as tests do): parse_docker reads every line.
+    if (framing.load(std::memory_order_relaxed) == decode_detail::VectorFraming::none) return {};
     DockerLine dl;
     std::string_view log;
     const std::size_t k = decode_detail::docker_plain_line(p, len, wrap_cap, json, log, dl, &clock);
@@ -685,7 +694,7 @@ struct Decoder::Impl {
   // after the last one taken; the lines that are left (the last ones of `bytes`, or one that is not plain) go the way
   // they went.
   std::size_t feed_cri_plain(std::string_view bytes, std::size_t i, RecordBatch& out) {
-    constexpr std::size_t kCap = 320;
+    constexpr std::size_t kCap = 256 + kBlockLines;
     std::uint32_t ends[kCap];
     const std::size_t n = std::min<std::size_t>(bytes.size(), std::numeric_limits<std::uint32_t>::max());
     while (line_buf.empty() && !line_over) {
@@ -694,7 +703,7 @@ struct Decoder::Impl {
         if (!take_plain(cri_line(std::string_view(bytes.data() + i, ends[k] - i)), out)) return i;
         i = ends[k] + 1;
       }
-      if (count + 64 <= kCap) return i;  // as in feed_plain
+      if (count + kBlockLines <= kCap) return i;  // as in feed_plain
     }
     return i;
   }
