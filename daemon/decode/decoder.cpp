@@ -115,14 +115,7 @@ std::size_t find_special(const char* p, std::size_t n) {
   return find_special_sse2(p, n);
 }
 
-// Plain lines from `from` on: lines that end in '\n' before `n`, hold no CR, ESC or '^' and are at most `max_line`
-// bytes. The position of each one's '\n' goes into ends[0, count), at most `cap` of them; the count is returned. It
-// stops before the first line that is not plain (feed_raw takes that one). Newlines and the other bytes are found 64
-// at a time, each byte looked at once.
 #if defined(__x86_64__) && defined(__GNUC__)
-// CR, ESC and '^' are told from every other byte by a lookup of the byte's low nibble (their low nibbles, D, B and E,
-// differ): the table holds each at its nibble and, everywhere else, a byte whose low nibble is not its index (so it
-// equals no byte looked up there); bytes >= 0x80 look up 0, which equals none of them.
 // The lines that end in one 64-byte block, '\n' by '\n' (bit k of `nl`: a '\n' at block + k; of `special`: a CR, ESC
 // or '^'), from the open line that starts at `line`: each one's end into ends[count++], while count < cap. False when
 // framing stops here: at a line with a special byte or longer than max_line, or when the line still open has one or
@@ -143,6 +136,13 @@ __attribute__((always_inline)) inline bool block_lines(std::uint64_t nl, std::ui
   return !(count < cap && (special != 0 || block + 64 - line > max_line));
 }
 
+// Plain lines from `from` on: lines that end in '\n' before `n`, hold no CR, ESC or '^' and are at most `max_line`
+// bytes. The position of each one's '\n' goes into ends[0, count), at most `cap` of them; the count is returned. It
+// stops before the first line that is not plain (feed_raw takes that one). Newlines and the other bytes are found 64
+// at a time, each byte looked at once.
+// CR, ESC and '^' are told from every other byte by a lookup of the byte's low nibble (their low nibbles, D, B and E,
+// differ): the table holds each at its nibble and, everywhere else, a byte whose low nibble is not its index (so it
+// equals no byte looked up there); bytes >= 0x80 look up 0, which equals none of them.
 __attribute__((target("avx2"))) inline std::uint64_t movemask64(__m256i lo, __m256i hi) {
   return std::uint64_t{static_cast<std::uint32_t>(_mm256_movemask_epi8(lo))} |
          (std::uint64_t{static_cast<std::uint32_t>(_mm256_movemask_epi8(hi))} << 32);
