@@ -71,30 +71,45 @@ const std::string& Streams::logical_of(std::uint32_t index) {
 }
 
 void Streams::keep_last_lines(const RecordBatch& batch, const std::function<Time(const RecordMeta&)>& see) {
-  std::vector<std::vector<std::size_t>> newest;  // per stream: record indexes, newest first
+  // Per stream: record indexes, newest first (kept from batch to batch: no allocation per batch).
+  for (auto& v : newest_) v.clear();
   // Walked from the end until every stream known has its last lines (one stream: kRingLines records, not the batch).
   std::size_t full = 0;
-  for (std::size_t i = batch.size(); i-- > 0 && full < std::max(newest.size(), streams_.size());) {
+  std::size_t seen = 0;  // streams with at least one line in the batch
+  for (std::size_t i = batch.size(); i-- > 0 && full < std::max(seen, streams_.size());) {
     const RecordMeta& m = batch.records()[i];  // stream and line only: time and level may be deferred
-    if (m.stream >= newest.size()) newest.resize(m.stream + 1);
-    auto& v = newest[m.stream];
-    if (v.empty()) (*this)[m.stream].last_line = std::max((*this)[m.stream].last_line, m.line);
+    if (m.stream >= newest_.size()) newest_.resize(m.stream + 1);
+    auto& v = newest_[m.stream];
+    if (v.empty()) {
+      (*this)[m.stream].last_line = std::max((*this)[m.stream].last_line, m.line);
+      seen = std::max<std::size_t>(seen, m.stream + 1);
+    }
     if (v.size() < kRingLines) {
       v.push_back(i);
       if (v.size() == kRingLines) ++full;
     }
   }
-  for (std::size_t si = 0; si < newest.size(); ++si) {
-    if (newest[si].empty()) continue;
+  for (std::size_t si = 0; si < newest_.size(); ++si) {
+    if (newest_[si].empty()) continue;
     auto& ring = (*this)[static_cast<std::uint32_t>(si)].ring;
-    for (auto it = newest[si].rbegin(); it != newest[si].rend(); ++it) {
+    for (auto it = newest_[si].rbegin(); it != newest_[si].rend(); ++it) {
       const RecordMeta& m = batch[*it];
       const Time t = see(m);
-      std::string_view text = batch.text(*it);
-      ring.push_back(ContextLine{m.line, m.offset, t, std::string(text.substr(0, kContextText))});
+      const std::string_view text = batch.text(*it).substr(0, kContextText);
+      // A full ring's oldest line makes room, its text's capacity taken by this one.
+      if (ring.size() >= kRingLines) {
+        ContextLine slot = std::move(ring.front());
+        ring.pop_front();
+        slot.line = m.line;
+        slot.offset = m.offset;
+        slot.time = t;
+        slot.text.assign(text);
+        ring.push_back(std::move(slot));
+      } else {
+        ring.push_back(ContextLine{m.line, m.offset, t, std::string(text)});
+      }
       ring_due_ = std::min(ring_due_, t + kRingIdle);
     }
-    while (ring.size() > kRingLines) ring.pop_front();
     clock_moved(static_cast<std::uint32_t>(si));
   }
 }

@@ -97,6 +97,8 @@ struct Detector::Impl {
   // A previous run's incidents (restore_book), by book key: the next story of one continues it.
   std::unordered_map<std::string, UnclassifiedContinuation> continued;
   std::vector<std::uint8_t> seen;  // per stream, while a batch's last lines are found
+  std::optional<OpenStory> spare;  // the last story closed, emptied: the next one to open takes its capacity
+  std::vector<std::string_view> close_texts, close_stripped;  // a closing story's lines, whole and without prefix
   std::size_t open_stories = 0;  // streams with an open story: while none, only anchor and hit records are read
   std::chrono::steady_clock::time_point read_now{};  // when the lines being processed were read (once a batch)
   const RecordBatch* batch_ = nullptr;  // the batch being processed (its lines' times and levels are read from it)
@@ -201,8 +203,7 @@ struct Detector::Impl {
   }
 
   void open_story(StreamState& st, StoryLine&& line, const std::vector<StoryAnchor>& anchors) {
-    OpenStory story;
-    story.lines.reserve(48);  // a traceback and the lines that linger after it, without regrowing
+    OpenStory story = fresh_story();
     story.context_level = st.prev_level;
     story.context_text = st.prev_text;
     story.prior_claim = st.last_claim;
@@ -239,6 +240,29 @@ struct Detector::Impl {
     st.story.reset();
     --open_stories;
     ++stats.stories;
+    conclude(st, story, out);
+    spare = std::move(story);
+  }
+
+  // A story that opens takes the last closed one's vectors and strings (their capacity: stories open and close
+  // all the time on a busy stream, each with lines for a traceback).
+  OpenStory fresh_story() {
+    OpenStory story;
+    if (spare) {
+      story.lines = std::move(spare->lines);
+      story.lines.clear();
+      story.anchors = std::move(spare->anchors);
+      story.context_text = std::move(spare->context_text);
+      story.instance = std::move(spare->instance);
+      spare.reset();
+    } else {
+      story.lines.reserve(48);  // a traceback and the lines that linger after it, without regrowing
+    }
+    return story;
+  }
+
+  // What a closed story is: claimed by a typed rule, a consequence, below error, or an unclassified incident.
+  void conclude(StreamState& st, OpenStory& story, std::vector<Incident>& out) {
     // Claimed: a typed rule matched a line of the story, or of the lines that followed it closely.
     std::int32_t claimed = -1;
     for (const auto& l : story.lines) {
@@ -253,9 +277,10 @@ struct Detector::Impl {
     story.lines.resize(std::max<std::size_t>(story.relevant_end, 1));
     st.last_story_end = story.lines.back().line;
 
-    std::vector<std::string_view> texts, stripped;
-    texts.reserve(story.lines.size());
-    stripped.reserve(story.lines.size());
+    std::vector<std::string_view>& texts = close_texts;
+    std::vector<std::string_view>& stripped = close_stripped;
+    texts.clear();
+    stripped.clear();
     for (const auto& l : story.lines) {
       texts.push_back(l.text());
       stripped.push_back(texts.back().substr(l.prefix));
