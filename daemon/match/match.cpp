@@ -328,7 +328,12 @@ struct LazyRegex {
   std::vector<std::pair<int, std::string>> relaxed_groups;  // the same names, their groups in the copy
   std::vector<std::pair<int, std::size_t>> relaxed_bounds;  // (group, most bytes) per relaxed repetition
   int relaxed_count = 0;                                    // groups to ask the copy for
+  // The most bytes a match of the expression spans (Hyperscan's max_width; kUnbounded when it has no bound).
+  std::once_flag width_once;
+  std::size_t max_width = 0;
 };
+
+constexpr std::size_t kUnbounded = std::numeric_limits<std::size_t>::max();
 
 // Might the pattern have a named capture ("(?P<name>" or "(?<name>")? A yes that RE2 does not share only costs a
 // confirmation.
@@ -377,6 +382,25 @@ struct CompiledRules::Impl {
       if (!relax_repetitions || !may_capture(regex[expr]) || !build_relaxed(l, expr)) (void)exact_for(expr);
     });
     return l;
+  }
+
+  // The most bytes a match of the expression spans, asked of Hyperscan on first use (thread-safe); kUnbounded where
+  // it has no bound or cannot say. RE2 reads the same expression a byte per character (Latin-1), so none of its
+  // matches is longer.
+  std::size_t max_width_of(std::size_t expr) const {
+    LazyRegex& l = lazy[expr];
+    std::call_once(l.width_once, [&] {
+      l.max_width = kUnbounded;
+      hs_expr_info_t* info = nullptr;
+      hs_compile_error_t* err = nullptr;
+      const unsigned flags = HS_FLAG_MULTILINE | (caseless[expr] != 0 ? HS_FLAG_CASELESS : 0u);
+      if (hs_expression_info(regex[expr].c_str(), flags, &info, &err) == HS_SUCCESS && info != nullptr) {
+        if (info->max_width != std::numeric_limits<unsigned>::max()) l.max_width = info->max_width;
+        std::free(info);  // allocated with the library's misc allocator: malloc unless set otherwise
+      }
+      CompileErrorPtr guard(err);
+    });
+    return l.max_width;
   }
 
   // The expression itself, built on first use (thread-safe): `re` and `groups` are set.
@@ -578,10 +602,27 @@ struct Scanner::Impl {
   struct Candidate {
     std::uint32_t record;
     std::uint32_t expr;
-    bool operator<(const Candidate& o) const { return record != o.record ? record < o.record : expr < o.expr; }
-    bool operator==(const Candidate& o) const { return record == o.record && expr == o.expr; }
+    std::uint32_t end;  // where in the record's text the match ended (exclusive); the first of a pair is the least
+    bool operator<(const Candidate& o) const {
+      return record != o.record ? record < o.record : expr != o.expr ? expr < o.expr : end < o.end;
+    }
+    bool same(const Candidate& o) const { return record == o.record && expr == o.expr; }
   };
   std::vector<Candidate> candidates;
+  // Per expression confirmed by RE2: the last text it was asked about and what it answered. A line's match lies
+  // within the expression's max width before the first end Hyperscan saw, so RE2 is asked about the text from there
+  // on (the byte before it read as context), and the same text (a warning printed again under another prefix) is
+  // answered from here without asking.
+  struct Recent {
+    bool valid = false;
+    bool matched = false;
+    bool at_start = false;  // the text began at the line's start
+    char before = 0;        // else the byte before it
+    std::string text;
+    Fields captures;
+  };
+  std::vector<Recent> recent;
+  static constexpr std::size_t kRecentText = 1024;  // a longer text is asked about each time, not kept
   std::vector<re2::StringPiece> groups;
   const RecordBatch* batch = nullptr;
   std::size_t span_offset = 0;  // batch offset of the span being scanned
@@ -612,6 +653,71 @@ struct Scanner::Impl {
     return std::find(alone_exprs.begin(), alone_exprs.end(), expr) != alone_exprs.end();
   }
 
+  // Does RE2 match `expr` in a record's `text`, whose first match end Hyperscan saw at `first_end`? Its captures go
+  // into `fields`.
+  bool confirm_re2(const CompiledRules::Impl& compiled, std::string_view text, std::uint32_t expr,
+                   std::size_t first_end, Fields& fields) {
+    // The line's first match (the one RE2 gives) starts at most max_width before any match's end: RE2 is asked
+    // about the text from there on, with the text before it as context (for \b and ^).
+    const std::size_t width = compiled.max_width_of(expr);
+    const std::size_t from = width != kUnbounded && first_end > width ? first_end - width : 0;
+    const std::string_view asked = text.substr(from);
+    if (recent.size() <= expr) recent.resize(compiled.ids.size());
+    Recent& r = recent[expr];
+    const bool at_start = from == 0;
+    const char before = at_start ? 0 : text[from - 1];
+    if (r.valid && r.at_start == at_start && r.before == before && r.text == asked) {
+      if (r.matched) fields.insert(fields.end(), r.captures.begin(), r.captures.end());
+      return r.matched;
+    }
+    const std::size_t had = fields.size();
+    const bool matched = match_re2(compiled, text, from, expr, fields);
+    r.valid = asked.size() <= kRecentText;
+    if (r.valid) {
+      r.matched = matched;
+      r.at_start = at_start;
+      r.before = before;
+      r.text.assign(asked);
+      r.captures.assign(fields.begin() + static_cast<std::ptrdiff_t>(had), fields.end());
+    }
+    return matched;
+  }
+
+  // RE2's first match of `expr` in `text` starting at or after `from` (the text before it is context), its named
+  // captures appended to `fields`; false if none.
+  bool match_re2(const CompiledRules::Impl& compiled, std::string_view text, std::size_t from, std::uint32_t expr,
+                 Fields& fields) {
+    const LazyRegex& l = compiled.regex_for(expr);
+    const re2::StringPiece piece(text.data(), text.size());
+    // The relaxed copy first (see RelaxedRegex): no match there is no match of the expression either.
+    const std::vector<std::pair<int, std::string>>* relaxed_wanted = nullptr;
+    if (l.relaxed) {
+      groups.assign(static_cast<std::size_t>(l.relaxed_count), re2::StringPiece());
+      if (!l.relaxed->Match(piece, from, text.size(), RE2::UNANCHORED, groups.data(), l.relaxed_count)) return false;
+      const bool within = std::all_of(l.relaxed_bounds.begin(), l.relaxed_bounds.end(), [&](const auto& b) {
+        return groups[static_cast<std::size_t>(b.first)].size() <= b.second;
+      });
+      if (within) relaxed_wanted = &l.relaxed_groups;
+    }
+    // Else the expression itself. Without named captures only "does it match within the line" is asked: RE2
+    // answers that with its DFA alone.
+    const LazyRegex& exact = relaxed_wanted != nullptr || !l.relaxed ? l : compiled.exact_for(expr);
+    if (relaxed_wanted == nullptr && !exact.re->ok()) return false;  // rejected: reported when compiled, never a hit
+    const auto& wanted = relaxed_wanted != nullptr ? *relaxed_wanted : exact.groups;
+    if (relaxed_wanted == nullptr) {
+      int n = wanted.empty() ? 0 : wanted.back().first + 1;
+      groups.assign(static_cast<std::size_t>(n), re2::StringPiece());
+      if (!exact.re->Match(piece, from, text.size(), RE2::UNANCHORED, groups.data(), n)) {
+        return false;  // the Hyperscan match spanned lines
+      }
+    }
+    for (const auto& [index, name] : wanted) {
+      const auto& g = groups[static_cast<std::size_t>(index)];
+      if (g.data() != nullptr) fields.emplace_back(name, std::string(g.data(), g.size()));
+    }
+    return true;
+  }
+
   // Hyperscan's match callback: maps a match end back to its record and keeps it as a candidate.
   static int on_match(unsigned int id, unsigned long long /*from*/, unsigned long long to, unsigned int /*flags*/,
                       void* ctx) {
@@ -628,7 +734,10 @@ struct Scanner::Impl {
       // Ended in a blank line between two records: it belongs to no record.
       if (pos > static_cast<std::size_t>(records[r].text_begin) + records[r].text_size) return 0;
     }
-    impl->candidates.push_back({static_cast<std::uint32_t>(r), id});
+    const std::size_t begin = records[r].text_begin;
+    // (0 where the end is not inside the text: RE2 is then asked about the whole line.)
+    const auto end = static_cast<std::uint32_t>(pos >= begin ? std::min<std::size_t>(pos + 1 - begin, records[r].text_size) : 0);
+    impl->candidates.push_back({static_cast<std::uint32_t>(r), id, end});
     return 0;
   }
 };
@@ -676,7 +785,9 @@ void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out, std::vector<
   if (s.candidates.empty()) return;
   s.stats.candidates += s.candidates.size();
   std::sort(s.candidates.begin(), s.candidates.end());
-  s.candidates.erase(std::unique(s.candidates.begin(), s.candidates.end()), s.candidates.end());
+  s.candidates.erase(std::unique(s.candidates.begin(), s.candidates.end(),
+                                 [](const Impl::Candidate& a, const Impl::Candidate& b) { return a.same(b); }),
+                     s.candidates.end());
 
   const std::size_t rule_exprs = compiled.ids.size();
   for (const auto& c : s.candidates) {
@@ -705,35 +816,7 @@ void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out, std::vector<
     if (compiled.confirm[c.expr] == Confirm::alone) {
       if (!s.matches_alone(compiled.db.get(), batch, c.record, c.expr)) continue;  // it spanned lines
     } else if (compiled.confirm[c.expr] == Confirm::re2) {
-      const LazyRegex& l = compiled.regex_for(c.expr);
-      std::string_view text = batch.text(c.record);
-      const re2::StringPiece piece(text.data(), text.size());
-      // The relaxed copy first (see RelaxedRegex): no match there is no match of the expression either.
-      const std::vector<std::pair<int, std::string>>* relaxed_wanted = nullptr;
-      if (l.relaxed) {
-        s.groups.assign(static_cast<std::size_t>(l.relaxed_count), re2::StringPiece());
-        if (!l.relaxed->Match(piece, 0, text.size(), RE2::UNANCHORED, s.groups.data(), l.relaxed_count)) continue;
-        const bool within = std::all_of(l.relaxed_bounds.begin(), l.relaxed_bounds.end(), [&](const auto& b) {
-          return s.groups[static_cast<std::size_t>(b.first)].size() <= b.second;
-        });
-        if (within) relaxed_wanted = &l.relaxed_groups;
-      }
-      // Else the expression itself. Without named captures only "does it match within the line" is asked: RE2
-      // answers that with its DFA alone.
-      const LazyRegex& exact = relaxed_wanted != nullptr || !l.relaxed ? l : compiled.exact_for(c.expr);
-      if (relaxed_wanted == nullptr && !exact.re->ok()) continue;  // rejected: reported when compiled, never a hit
-      const auto& wanted = relaxed_wanted != nullptr ? *relaxed_wanted : exact.groups;
-      if (relaxed_wanted == nullptr) {
-        int n = wanted.empty() ? 0 : wanted.back().first + 1;
-        s.groups.assign(static_cast<std::size_t>(n), re2::StringPiece());
-        if (!exact.re->Match(piece, 0, text.size(), RE2::UNANCHORED, s.groups.data(), n)) {
-          continue;  // the Hyperscan match spanned lines
-        }
-      }
-      for (const auto& [index, name] : wanted) {
-        const auto& g = s.groups[static_cast<std::size_t>(index)];
-        if (g.data() != nullptr) hit.fields.emplace_back(name, std::string(g.data(), g.size()));
-      }
+      if (!s.confirm_re2(compiled, batch.text(c.record), c.expr, c.end, hit.fields)) continue;  // spanned lines
     }
     const EventPattern& ev = s.rules->event(hit.event);
     for (const auto& [k, v] : ev.set) set_field(hit.fields, k, v);

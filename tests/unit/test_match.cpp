@@ -1,9 +1,11 @@
 // The matcher: one database, hits mapped to records, level filters, RE2 captures, no match across lines,
 // every bad pattern reported, binary input, the compiled-database cache.
 #include <catch2/catch.hpp>
+#include <re2/re2.h>
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "faultline/match.hpp"
 #include "support.hpp"
@@ -389,4 +391,96 @@ TEST_CASE("the shipped catalog captures the same fields relaxed or not, on every
   REQUIRE(exact.size() > 300);
   REQUIRE(relaxed.size() == exact.size());
   for (std::size_t i = 0; i < exact.size(); ++i) REQUIRE(relaxed[i] == exact[i]);
+}
+
+TEST_CASE("captures are RE2's first match in the whole line, asked from where it can start, answers kept", "[match]") {
+  // RE2 is asked about a line from the expression's max width before the first match end Hyperscan saw, and a text
+  // it answered (with the byte before it) is answered again without asking. Lines whose prefixes differ in length and
+  // whose tails repeat exercise both; every hit's fields must be what RE2 finds in the whole line, and no line RE2
+  // matches may be missed.
+  const std::vector<std::string> regexes = {
+      R"(dev(?P<n>\d{1,3}))",                          // greedy past the first end Hyperscan reports
+      R"(\bk=(?P<v>[a-z]{1,4})\b)",                    // word boundaries on both sides of the window
+      R"(^(?P<h>[a-z]{1,3}) )",                         // anchored at the line's start
+      R"((?P<a>x\d)\s{0,3}(?P<b>y\d))",                // may match across a newline: confirmed in the line
+      R"(d(?P<u>[^ ]*)z)",                              // unbounded: asked about the whole line
+      R"(dev(?P<m>[a-z0-9]{2,40})(?P<t>z|q))",          // a long counted repetition (the relaxed copy)
+  };
+  std::string yaml = "rules:\n";
+  for (std::size_t i = 0; i < regexes.size(); ++i) {
+    std::string quoted;
+    for (char c : regexes[i]) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+    yaml += "  - id: r" + std::to_string(i) + "\n    title: t\n    severity: info\n    events:\n      e: '" + quoted +
+            "'\n";
+  }
+  auto loaded = load_rules_from_string(yaml, "r.yaml");
+  for (const auto& d : loaded.diagnostics) UNSCOPED_INFO(d.str());
+  REQUIRE(loaded.ok());
+  const auto rules = compiled(std::move(loaded.rules), true);
+
+  const std::vector<std::string> tails = {"dev12 dev345 k=ab x1 y2", "k=abcde dev9z x1  y3", "dev1234q k=a",
+                                          "ab devzzzzz9z", "x1\ty1 devq", "d k=zz z"};
+  std::vector<std::string> lines;
+  std::uint64_t seed = 20261205;
+  const auto next = [&seed](std::size_t n) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::size_t>((seed >> 33) % n);
+  };
+  const std::string alphabet = "abk= dev0123xyzq";
+  for (int i = 0; i < 6000; ++i) {
+    std::string line;
+    const std::size_t prefix = next(4) == 0 ? 0 : next(60);
+    for (std::size_t k = 0; k < prefix; ++k) line += alphabet[next(alphabet.size())];
+    line += next(3) == 0 ? std::string() : std::string(next(2) == 0 ? " " : "");
+    if (next(4) != 0) line += tails[next(tails.size())];  // a tail seen before, under another prefix
+    lines.push_back(std::move(line));
+  }
+  lines.push_back("zz x1");  // Hyperscan's match of r3 runs into the next line; RE2 finds none in either
+  lines.push_back("y2 dev7");
+
+  // Expected: RE2 alone, on each whole line, its named captures as the scanner names fields.
+  std::multiset<std::string> expected;
+  RE2::Options options;
+  options.set_encoding(RE2::Options::EncodingLatin1);
+  options.set_never_nl(true);
+  for (std::size_t r = 0; r < regexes.size(); ++r) {
+    RE2 re(regexes[r], options);
+    REQUIRE(re.ok());
+    std::vector<re2::StringPiece> groups(static_cast<std::size_t>(re.NumberOfCapturingGroups()) + 1);
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      const re2::StringPiece piece(lines[i].data(), lines[i].size());
+      if (!re.Match(piece, 0, lines[i].size(), RE2::UNANCHORED, groups.data(), static_cast<int>(groups.size())))
+        continue;
+      std::set<std::string> fields;
+      for (const auto& [name, index] : re.NamedCapturingGroups()) {
+        const auto& g = groups[static_cast<std::size_t>(index)];
+        if (g.data() != nullptr) fields.insert(name + "=" + std::string(g.data(), g.size()));
+      }
+      std::string t = std::to_string(i) + " r" + std::to_string(r) + "/0";
+      for (const auto& f : fields) t += " " + f;
+      expected.insert(t);
+    }
+  }
+  // Found: the scanner's hits, their fields in the same order.
+  std::multiset<std::string> found;
+  for (const auto& h : hits_as_text(rules, lines)) {
+    std::vector<std::string> words;
+    std::string w;
+    for (char c : h + " ") {
+      if (c != ' ') {
+        w += c;
+      } else if (!w.empty()) {
+        words.push_back(w);
+        w.clear();
+      }
+    }
+    // No value holds a space here: "record rule/event", then the fields sorted.
+    std::set<std::string> fields(words.begin() + 2, words.end());
+    std::string t = words[0] + " " + words[1];
+    for (const auto& f : fields) t += " " + f;
+    found.insert(t);
+  }
+  REQUIRE(expected.size() > 3000);
+  CHECK(found == expected);
+  CHECK(expected.count(std::to_string(lines.size() - 1) + " r0/0 n=7") == 1);
 }
