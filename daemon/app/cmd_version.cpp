@@ -8,6 +8,7 @@
 #include "build_info.hpp"
 #include "cli.hpp"
 #include "commands.hpp"
+#include "faultline/match.hpp"
 #include "faultline/types.hpp"
 
 namespace faultline::app {
@@ -18,7 +19,8 @@ int cmd_version(const Args& args) {
   if (auto status = cli.handle(args, std::cout, std::cerr)) return *status;
   std::string hs = hs_version();
   if (auto space = hs.find(' '); space != std::string::npos) hs.resize(space);  // "5.4.9 2023-04-19": the release
-  std::cout << "faultline " << faultline_version() << " (commit " << build_commit() << ", Hyperscan API " << hs << ")\n";
+  std::cout << "faultline " << faultline_version() << " (commit " << build_commit() << ", Hyperscan API " << hs << ", "
+            << hyperscan_engine() << ")\n";
   return 0;
 }
 

@@ -3,6 +3,7 @@
 // and, where the pattern could have matched across a newline, confirmed on the record's own text — by Hyperscan
 // again when that is all there is to ask, by RE2 where the pattern has captures (which RE2 then takes) — so every hit
 // lies inside one line.
+#include <dlfcn.h>
 #include <hs/hs.h>
 #include <re2/re2.h>
 #include <spdlog/spdlog.h>
@@ -71,6 +72,48 @@ bool may_cross_newline(std::string_view re) {
   }
   return false;
 }
+
+// Which of the library's engines scans. Vectorscan's x86 library holds one engine per instruction set and picks the
+// widest the CPU has; its AVX-512 engine (Debian 12's 5.4.9; fixed upstream by VectorCamp/vectorscan#378, "nvermicelli
+// tail scan masking") can skip the last bytes of a stretch it accelerates over and so miss matches, depending on the
+// buffer's address: a `[^ ]*` run before a literal, next to other patterns, lost its matches at 27 of 64 alignments
+// (tests/unit/test_match.cpp). Where that engine
+// would run, the database is compiled for AVX2 and scanned with the library's AVX2 engine (its own exported entry
+// point): results that do not depend on where the bytes lie, for ~4 % of Hyperscan's speed. A library without that
+// entry point (a build for one instruction set, Arm) scans with hs_scan as it is.
+using ScanFunction = hs_error_t (*)(const hs_database_t*, const char*, unsigned int, unsigned int, hs_scratch_t*,
+                                    match_event_handler, void*);
+
+struct Engine {
+  ScanFunction scan = hs_scan;
+  bool avoids_avx512 = false;
+};
+
+const Engine& engine() {
+  static const Engine picked = [] {
+    Engine e;
+#if defined(__x86_64__)
+    hs_platform_info_t host;
+    if (hs_populate_platform(&host) == HS_SUCCESS &&
+        (host.cpu_features & (HS_CPU_FEATURES_AVX512 | HS_CPU_FEATURES_AVX512VBMI)) != 0) {
+      if (void* avx2 = ::dlsym(RTLD_DEFAULT, "avx2_hs_scan")) {
+        e.scan = reinterpret_cast<ScanFunction>(avx2);
+        e.avoids_avx512 = true;
+      }
+    }
+#endif
+    return e;
+  }();
+  return picked;
+}
+
+}  // namespace
+
+std::string_view hyperscan_engine() {
+  return engine().avoids_avx512 ? "AVX2 engine (the library's AVX-512 engine can miss matches)" : "the library's pick";
+}
+
+namespace {
 
 // The story anchors, in StoryAnchor order. Each is anchored on rare literal text (no leading wildcard) so it adds
 // little to the scan; none can match across a newline, so every anchor hit lies inside one line.
@@ -501,6 +544,8 @@ CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
   // built for AVX-512 must not load on a CPU without it), and every pattern with its flags.
   hs_platform_info_t platform;
   hs_populate_platform(&platform);
+  if (engine().avoids_avx512)
+    platform.cpu_features &= ~static_cast<unsigned long long>(HS_CPU_FEATURES_AVX512 | HS_CPU_FEATURES_AVX512VBMI);
   std::uint64_t key = mix_part(kFnv1a64Offset, kDatabaseFormat);
   key = mix_part(key, hs_version());
   key = mix_part(key, std::to_string(platform.cpu_features) + "/" + std::to_string(platform.tune));
@@ -645,7 +690,7 @@ struct Scanner::Impl {
       alone_record = record;
       alone_exprs.clear();
       const std::string_view text = b.text(record);
-      if (hs_scan(db, text.data(), static_cast<unsigned>(text.size()), 0, scratch.get(), on_alone_match,
+      if (engine().scan(db, text.data(), static_cast<unsigned>(text.size()), 0, scratch.get(), on_alone_match,
                   &alone_exprs) != HS_SUCCESS) {
         spdlog::error("hs_scan of one record failed");
       }
@@ -778,7 +823,7 @@ void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out, std::vector<
   for (std::size_t k = 0; k < batch.span_count(); ++k) {
     const RecordBatch::Span span = batch.span(k);
     s.span_offset = span.offset;
-    hs_error_t rc = hs_scan(compiled.db.get(), span.bytes.data(), static_cast<unsigned>(span.bytes.size()), 0,
+    hs_error_t rc = engine().scan(compiled.db.get(), span.bytes.data(), static_cast<unsigned>(span.bytes.size()), 0,
                             s.scratch.get(), Impl::on_match, &s);
     if (rc != HS_SUCCESS) spdlog::error("hs_scan failed with code {}", rc);
   }

@@ -122,6 +122,10 @@ struct ScanStats {
   std::uint64_t anchor_hits = 0;  // story anchors (AnchorHit), counted apart from rule hits
 };
 
+// Which Hyperscan engine scans: the library's AVX2 one on a CPU where it would pick its AVX-512 engine (which can
+// miss matches), else the one the library picks (`faultline version` says which).
+std::string_view hyperscan_engine();
+
 // Scans batches against one CompiledRules. Owns the Hyperscan scratch; not thread-safe, one per thread.
 class Scanner {
  public:
