@@ -37,6 +37,7 @@
 //
 // Usage: hs_limit [options] PATTERNS FILE     (see --help)
 
+#include <dlfcn.h>
 #include <hs.h>
 #include <time.h>
 
@@ -127,6 +128,15 @@ struct Compiled {
   std::vector<std::string> som_dropped_notes;
 };
 
+// The engine block-mode strategies scan with (--engine): the library's pick (hs_scan), or its AVX2 engine with a
+// database compiled for AVX2, as faultline scans on a CPU with AVX-512 (whose engine in Vectorscan 5.4.9 misses
+// matches depending on the buffer's address; daemon/match/match.cpp).
+using ScanFunction = hs_error_t (*)(const hs_database_t*, const char*, unsigned int, unsigned int, hs_scratch_t*,
+                                    match_event_handler, void*);
+ScanFunction g_scan = hs_scan;
+bool g_avx2 = false;
+hs_platform_info_t g_platform;
+
 // `extra` holds per-pattern extra flags (empty: none).
 Compiled compile(const std::vector<Pattern>& pats, const std::string& pattern_file, const std::vector<unsigned>& extra,
                  unsigned mode) {
@@ -143,7 +153,7 @@ Compiled compile(const std::vector<Pattern>& pats, const std::string& pattern_fi
   hs_compile_error_t* raw_err = nullptr;
   auto t0 = Clock::now();
   hs_error_t rc = hs_compile_multi(exprs.data(), flags.data(), ids.data(), static_cast<unsigned>(exprs.size()),
-                                   mode, nullptr, &raw_db, &raw_err);
+                                   mode, g_avx2 ? &g_platform : nullptr, &raw_db, &raw_err);
   c.seconds = seconds_since(t0);
   c.db.reset(raw_db);
   CompileError err(raw_err);
@@ -401,7 +411,7 @@ Result run_buffered(const std::string& name, const Input& in, const hs_database_
   while (pos < n) {
     size_t cut = next_cut(in.data, pos, buf);
     c.base = pos;
-    if (hs_scan(db, data + pos, static_cast<unsigned>(cut - pos), 0, scratch, cb, &c) != HS_SUCCESS)
+    if (g_scan(db, data + pos, static_cast<unsigned>(cut - pos), 0, scratch, cb, &c) != HS_SUCCESS)
       die("hs_scan failed");
     ++r.calls;
     if (verify && !c.cands.empty()) {
@@ -410,7 +420,7 @@ Result run_buffered(const std::string& name, const Input& in, const hs_database_
       for (const auto& [ls, le] : c.cands) {
         if (le == ls) continue;
         c.cur_line_end = le;
-        if (hs_scan(db, data + ls, static_cast<unsigned>(le - ls), 0, scratch, on_match_perline, &c) != HS_SUCCESS)
+        if (g_scan(db, data + ls, static_cast<unsigned>(le - ls), 0, scratch, on_match_perline, &c) != HS_SUCCESS)
           die("hs_scan failed");
         ++r.rescans;
       }
@@ -440,7 +450,7 @@ Result run_perline(const Input& in, const hs_database_t* db, hs_scratch_t* scrat
     size_t le = nl ? static_cast<size_t>(static_cast<const char*>(nl) - base) : n;
     if (le > pos) {
       c.cur_line_end = le;
-      if (hs_scan(db, base + pos, static_cast<unsigned>(le - pos), 0, scratch, on_match_perline, &c) != HS_SUCCESS)
+      if (g_scan(db, base + pos, static_cast<unsigned>(le - pos), 0, scratch, on_match_perline, &c) != HS_SUCCESS)
         die("hs_scan failed");
       ++r.calls;
     }
@@ -516,6 +526,9 @@ void usage(FILE* f) {
                "  --hits FILE        write 'line<TAB>pattern-id' (1-based line) of the reference strategy\n"
                "  --json             machine-readable report on stdout (includes counts with --counts)\n"
                "  --strict           exit 3 if strategies disagree on any per-pattern count\n"
+               "  --engine E         library (default: hs_scan, the engine the library picks) or avx2 (its AVX2\n"
+               "                     engine, database compiled for AVX2: what faultline scans with on AVX-512 CPUs);\n"
+               "                     block-mode strategies only\n"
                "  -v, --verbose      list the patterns compiled without SOM in the som strategy\n"
                "  --compile-only     compile the databases the strategies need, report, do not scan\n"
                "                     (FILE is still required but not read)\n"
@@ -557,6 +570,18 @@ int main(int argc, char** argv) {
       hits_path = need("--hits");
     } else if (a == "--json") {
       json = true;
+    } else if (a == "--engine") {
+      const std::string e = need("--engine");
+      if (e == "avx2") {
+        void* f = ::dlsym(RTLD_DEFAULT, "avx2_hs_scan");
+        if (f == nullptr) die("--engine avx2: this library has no AVX2 engine of its own (avx2_hs_scan)");
+        g_scan = reinterpret_cast<ScanFunction>(f);
+        g_avx2 = true;
+        hs_populate_platform(&g_platform);
+        g_platform.cpu_features &= ~static_cast<unsigned long long>(HS_CPU_FEATURES_AVX512 | HS_CPU_FEATURES_AVX512VBMI);
+      } else if (e != "library") {
+        die("--engine: library or avx2");
+      }
     } else if (a == "--strict") {
       strict = true;
     } else if (a == "--compile-only") {
@@ -592,6 +617,7 @@ int main(int argc, char** argv) {
     if (!block.error.empty()) die(block.error);  // the base case must compile
     block_scratch = alloc_scratch(block.db.get());
   }
+  if (g_avx2 && (has("stream") || has("som"))) die("--engine avx2 measures the block-mode strategies only");
   if (has("stream")) {
     stream_db = compile(pats, pattern_file, {}, HS_MODE_STREAM);
     if (stream_db.error.empty()) stream_scratch = alloc_scratch(stream_db.db.get());
@@ -698,7 +724,8 @@ int main(int argc, char** argv) {
 
   const double mb = static_cast<double>(in.data.size()) / 1e6;
   if (json) {
-    std::printf("{\"hs_version\":\"%s\",\"patterns_file\":\"%s\",\"patterns\":%zu,\"input\":\"%s\",\"bytes\":%zu,"
+    std::printf("{\"engine\":\"%s\",", g_avx2 ? "avx2" : "library");
+    std::printf("\"hs_version\":\"%s\",\"patterns_file\":\"%s\",\"patterns\":%zu,\"input\":\"%s\",\"bytes\":%zu,"
                 "\"lines\":%zu,\"buf_size\":%zu,\"reps\":%d,\"load_seconds\":%.6f,\"scratch_bytes\":%zu,",
                 json_escape(hs_version()).c_str(), json_escape(pattern_file).c_str(), npat,
                 json_escape(input_file).c_str(), in.data.size(), in.lines, buf, reps, load_seconds, scratch_bytes);

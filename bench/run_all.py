@@ -151,6 +151,10 @@ def main() -> int:
            "latency_seconds": a.latency_seconds, "probes_per_s": a.probes_per_s, "soak": a.soak,
            "soak_rate": a.soak_rate, "files": a.files, "sample_every": a.sample_every, "idle": a.idle,
            "sets": [s for s in sets_ordered if s in sets], "peer_lines": a.peer_lines, "smoke": a.smoke}
+    # Where faultline scans with Vectorscan's AVX2 engine (its AVX-512 one misses matches), the corpora section also
+    # measures the raw limit of that engine.
+    ctx["engine"] = Run([b["faultline"], "version"]).out.strip()
+    ctx["avx2_engine"] = "AVX2 engine" in ctx["engine"]
     ctx["rules"] = rulesets(a.out, b["fl_count"], sets_ordered)
     if "latency" in sections:
         ctx["probe_rules"] = probe_rules(a.out, ctx["rules"]["catalog"]["dir"])

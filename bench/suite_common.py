@@ -331,9 +331,11 @@ def scan_run(b: dict, rules: str, path: str, cache: str | None, jobs: int | None
             "bytes": int(m.group(3)), "self_ms": int(m.group(5))}
 
 
-def hs_scan(b: dict, progs: dict, path: str, split: bool = False) -> dict:
-    r = Run([b["hs_limit"], "--strategies", "split,buffered" if split else "buffered", "--reps", "3", "--json", progs["hs"],
-             path])
+def hs_scan(b: dict, progs: dict, path: str, split: bool = False, engine: str = "library") -> dict:
+    """The raw limit (hs_limit buffered). engine: "library" (hs_scan, the engine the library picks) or "avx2" (its AVX2
+    engine, as faultline scans where the library would pick its AVX-512 one)."""
+    r = Run([b["hs_limit"], "--strategies", "split,buffered" if split else "buffered", "--reps", "3", "--engine", engine,
+             "--json", progs["hs"], path])
     doc = json.loads(r.out)
     st = [s for s in doc["strategies"] if s["name"] == "buffered"][0]
     out = {"wall": r.wall, "cpu": r.cpu, "others": r.others, "scan_wall": st["seconds"],

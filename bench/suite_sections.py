@@ -106,16 +106,20 @@ def section_corpora(ctx: dict) -> dict:
                 wait_quiet(ctx["max_wait"])
                 pipeline = [b["fl_count"], "--rules", rs["dir"], "--cache", cache, "--levels", "--stages", "pipeline,feed",
                             "--reps", "3", "--json", path]
-                r = alternate({"hs": lambda: hs_scan(b, rs["progs"], path),
-                               "faultline": lambda: scan_run(b, rs["dir"], path, cache),
-                               "stages": lambda: json.loads(Run(pipeline).out)},
-                              {"hs": lambda x: x["scan_cpu"], "faultline": lambda x: x["cpu"],
-                               "stages": lambda x: x["stages"]["pipeline"]["cpu_s"]})
+                measures = {"hs": lambda: hs_scan(b, rs["progs"], path),
+                            "faultline": lambda: scan_run(b, rs["dir"], path, cache),
+                            "stages": lambda: json.loads(Run(pipeline).out)}
+                keys = {"hs": lambda x: x["scan_cpu"], "faultline": lambda x: x["cpu"],
+                        "stages": lambda x: x["stages"]["pipeline"]["cpu_s"]}
+                if ctx.get("avx2_engine"):  # the engine faultline scans with on this CPU (daemon/match/match.cpp)
+                    measures["hs_avx2"] = lambda: hs_scan(b, rs["progs"], path, engine="avx2")
+                    keys["hs_avx2"] = lambda x: x["scan_cpu"]
+                r = alternate(measures, keys)
                 r["faultline_all"] = scan_run(b, rs["dir"], path, cache, jobs=None)
                 rounds.append(r)
             out["%s/%d" % (name, lines)] = {"corpus": name, "lines": lines, "bytes": os.path.getsize(path),
                                             "rounds": rounds}
-    return {"corpora": out, "cores": os.cpu_count()}
+    return {"corpora": out, "cores": os.cpu_count(), "engine": ctx.get("engine", "")}
 
 
 def section_parallel(ctx: dict) -> dict:
