@@ -578,7 +578,8 @@ int main(int argc, char** argv) {
         g_scan = reinterpret_cast<ScanFunction>(f);
         g_avx2 = true;
         hs_populate_platform(&g_platform);
-        g_platform.cpu_features &= ~static_cast<unsigned long long>(HS_CPU_FEATURES_AVX512 | HS_CPU_FEATURES_AVX512VBMI);
+        g_platform.cpu_features &=
+            ~static_cast<unsigned long long>(HS_CPU_FEATURES_AVX512 | HS_CPU_FEATURES_AVX512VBMI);
       } else if (e != "library") {
         die("--engine: library or avx2");
       }

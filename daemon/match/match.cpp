@@ -77,10 +77,10 @@ bool may_cross_newline(std::string_view re) {
 // widest the CPU has; its AVX-512 engine (Debian 12's 5.4.9; fixed upstream by VectorCamp/vectorscan#378, "nvermicelli
 // tail scan masking") can skip the last bytes of a stretch it accelerates over and so miss matches, depending on the
 // buffer's address: a `[^ ]*` run before a literal, next to other patterns, lost its matches at 27 of 64 alignments
-// (tests/unit/test_match.cpp). Where that engine
-// would run, the database is compiled for AVX2 and scanned with the library's AVX2 engine (its own exported entry
-// point): results that do not depend on where the bytes lie, for ~4 % of Hyperscan's speed. A library without that
-// entry point (a build for one instruction set, Arm) scans with hs_scan as it is.
+// (tests/unit/test_match.cpp). Where that engine would run, the database is compiled for AVX2 and scanned with the
+// library's AVX2 engine (its own exported entry point; an engine must be given a database compiled for its own
+// instruction set): results that do not depend on where the bytes lie, for ~4 % of Hyperscan's speed. A library
+// without that entry point (a build for one instruction set, Arm) scans with hs_scan as it is.
 using ScanFunction = hs_error_t (*)(const hs_database_t*, const char*, unsigned int, unsigned int, hs_scratch_t*,
                                     match_event_handler, void*);
 
@@ -691,7 +691,7 @@ struct Scanner::Impl {
       alone_exprs.clear();
       const std::string_view text = b.text(record);
       if (engine().scan(db, text.data(), static_cast<unsigned>(text.size()), 0, scratch.get(), on_alone_match,
-                  &alone_exprs) != HS_SUCCESS) {
+                        &alone_exprs) != HS_SUCCESS) {
         spdlog::error("hs_scan of one record failed");
       }
     }
@@ -781,8 +781,8 @@ struct Scanner::Impl {
     }
     const std::size_t begin = records[r].text_begin;
     // (0 where the end is not inside the text: RE2 is then asked about the whole line.)
-    const auto end = static_cast<std::uint32_t>(pos >= begin ? std::min<std::size_t>(pos + 1 - begin, records[r].text_size) : 0);
-    impl->candidates.push_back({static_cast<std::uint32_t>(r), id, end});
+    const std::size_t end = pos >= begin ? std::min<std::size_t>(pos + 1 - begin, records[r].text_size) : 0;
+    impl->candidates.push_back({static_cast<std::uint32_t>(r), id, static_cast<std::uint32_t>(end)});
     return 0;
   }
 };
@@ -823,8 +823,8 @@ void Scanner::scan(const RecordBatch& batch, std::vector<Hit>& out, std::vector<
   for (std::size_t k = 0; k < batch.span_count(); ++k) {
     const RecordBatch::Span span = batch.span(k);
     s.span_offset = span.offset;
-    hs_error_t rc = engine().scan(compiled.db.get(), span.bytes.data(), static_cast<unsigned>(span.bytes.size()), 0,
-                            s.scratch.get(), Impl::on_match, &s);
+    hs_error_t rc = engine().scan(compiled.db.get(), span.bytes.data(), static_cast<unsigned>(span.bytes.size()),
+                                  0, s.scratch.get(), Impl::on_match, &s);
     if (rc != HS_SUCCESS) spdlog::error("hs_scan failed with code {}", rc);
   }
   if (s.candidates.empty()) return;

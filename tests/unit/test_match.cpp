@@ -486,8 +486,10 @@ TEST_CASE("captures are RE2's first match in the whole line, asked from where it
   std::vector<std::string> missing, extra;
   std::set_difference(expected.begin(), expected.end(), found.begin(), found.end(), std::back_inserter(missing));
   std::set_difference(found.begin(), found.end(), expected.begin(), expected.end(), std::back_inserter(extra));
-  for (std::size_t i = 0; i < missing.size() && i < 10; ++i) UNSCOPED_INFO("RE2 finds, the scanner does not: " << missing[i] << " in '" << lines[std::stoul(missing[i])] << "'");
-  for (std::size_t i = 0; i < extra.size() && i < 10; ++i) UNSCOPED_INFO("the scanner finds, RE2 does not: " << extra[i] << " in '" << lines[std::stoul(extra[i])] << "'");
+  for (std::size_t i = 0; i < missing.size() && i < 10; ++i)
+    UNSCOPED_INFO("RE2 finds, the scanner does not: " << missing[i] << " in '" << lines[std::stoul(missing[i])] << "'");
+  for (std::size_t i = 0; i < extra.size() && i < 10; ++i)
+    UNSCOPED_INFO("the scanner finds, RE2 does not: " << extra[i] << " in '" << lines[std::stoul(extra[i])] << "'");
   CHECK(missing.empty());
   CHECK(extra.empty());
   CHECK(expected.count(std::to_string(lines.size() - 1) + " r0/0 n=7") == 1);
