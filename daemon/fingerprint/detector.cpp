@@ -241,6 +241,7 @@ struct Detector::Impl {
     --open_stories;
     ++stats.stories;
     conclude(st, story, out);
+    story.lines.clear();  // the lines' own copies go now; the vector's capacity stays for the next story
     spare = std::move(story);
   }
 
@@ -250,7 +251,6 @@ struct Detector::Impl {
     OpenStory story;
     if (spare) {
       story.lines = std::move(spare->lines);
-      story.lines.clear();
       story.anchors = std::move(spare->anchors);
       story.context_text = std::move(spare->context_text);
       story.instance = std::move(spare->instance);
