@@ -395,6 +395,33 @@ TEST_CASE("the shipped catalog captures the same fields relaxed or not, on every
   for (std::size_t i = 0; i < exact.size(); ++i) REQUIRE(relaxed[i] == exact[i]);
 }
 
+namespace {
+
+// 6,000 lines of a small alphabet: a random prefix of any length (none for some), then mostly one of a few tails, so
+// the same text comes again under other prefixes.
+std::vector<std::string> lines_with_repeated_tails() {
+  const std::vector<std::string> tails = {"dev12 dev345 k=ab x1 y2", "k=abcde dev9z x1  y3", "dev1234q k=a",
+                                          "ab devzzzzz9z", "x1\ty1 devq", "d k=zz z"};
+  std::vector<std::string> lines;
+  std::uint64_t seed = 20261205;
+  const auto next = [&seed](std::size_t n) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::size_t>((seed >> 33) % n);
+  };
+  const std::string alphabet = "abk= dev0123xyzq";
+  for (int i = 0; i < 6000; ++i) {
+    std::string line;
+    const std::size_t prefix = next(4) == 0 ? 0 : next(60);
+    for (std::size_t k = 0; k < prefix; ++k) line += alphabet[next(alphabet.size())];
+    line += next(3) == 0 ? std::string() : std::string(next(2) == 0 ? " " : "");
+    if (next(4) != 0) line += tails[next(tails.size())];
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+}  // namespace
+
 TEST_CASE("captures are RE2's first match in the whole line, asked from where it can start, answers kept", "[match]") {
   // RE2 is asked about a line from the expression's max width before the first match end Hyperscan saw, and a text
   // it answered (with the byte before it) is answered again without asking. Lines whose prefixes differ in length and
@@ -420,23 +447,7 @@ TEST_CASE("captures are RE2's first match in the whole line, asked from where it
   REQUIRE(loaded.ok());
   const auto rules = compiled(std::move(loaded.rules), true);
 
-  const std::vector<std::string> tails = {"dev12 dev345 k=ab x1 y2", "k=abcde dev9z x1  y3", "dev1234q k=a",
-                                          "ab devzzzzz9z", "x1\ty1 devq", "d k=zz z"};
-  std::vector<std::string> lines;
-  std::uint64_t seed = 20261205;
-  const auto next = [&seed](std::size_t n) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<std::size_t>((seed >> 33) % n);
-  };
-  const std::string alphabet = "abk= dev0123xyzq";
-  for (int i = 0; i < 6000; ++i) {
-    std::string line;
-    const std::size_t prefix = next(4) == 0 ? 0 : next(60);
-    for (std::size_t k = 0; k < prefix; ++k) line += alphabet[next(alphabet.size())];
-    line += next(3) == 0 ? std::string() : std::string(next(2) == 0 ? " " : "");
-    if (next(4) != 0) line += tails[next(tails.size())];  // a tail seen before, under another prefix
-    lines.push_back(std::move(line));
-  }
+  std::vector<std::string> lines = lines_with_repeated_tails();
   lines.push_back("zz x1");  // Hyperscan's match of r3 runs into the next line; RE2 finds none in either
   lines.push_back("y2 dev7");
 
@@ -519,23 +530,9 @@ rules:
   auto loaded = load_rules_from_string(yaml, "r.yaml");
   REQUIRE(loaded.ok());
   const auto rules = compiled(std::move(loaded.rules), true);
-  const std::vector<std::string> tails = {"dev12 dev345 k=ab x1 y2", "k=abcde dev9z x1  y3", "dev1234q k=a",
-                                          "ab devzzzzz9z", "x1\ty1 devq", "d k=zz z"};
+  const std::vector<std::string> lines = lines_with_repeated_tails();
   std::string text;
-  std::uint64_t seed = 20261205;
-  const auto next = [&seed](std::size_t n) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<std::size_t>((seed >> 33) % n);
-  };
-  const std::string alphabet = "abk= dev0123xyzq";
-  for (int i = 0; i < 6000; ++i) {
-    std::string line;
-    const std::size_t prefix = next(4) == 0 ? 0 : next(60);
-    for (std::size_t k = 0; k < prefix; ++k) line += alphabet[next(alphabet.size())];
-    line += next(3) == 0 ? std::string() : std::string(next(2) == 0 ? " " : "");
-    if (next(4) != 0) line += tails[next(tails.size())];
-    if (i >= 4096) text += line + "\n";
-  }
+  for (std::size_t i = 4096; i < lines.size(); ++i) text += lines[i] + "\n";
   Scanner scanner(rules);
   std::vector<char> memory(text.size() + 64);
   std::vector<std::string> first;
