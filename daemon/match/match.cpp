@@ -659,6 +659,7 @@ struct Scanner::Impl {
   // on (the byte before it read as context), and the same text (a warning printed again under another prefix) is
   // answered from here without asking.
   struct Recent {
+    std::uint32_t asked = 0;  // times RE2 was asked about the expression (up to kAskedBeforeWidth)
     bool valid = false;
     bool matched = false;
     bool at_start = false;  // the text began at the line's start
@@ -668,6 +669,7 @@ struct Scanner::Impl {
   };
   std::vector<Recent> recent;
   static constexpr std::size_t kRecentText = 1024;  // a longer text is asked about each time, not kept
+  static constexpr std::uint32_t kAskedBeforeWidth = 16;  // before that, RE2 is asked about the whole line
   std::vector<re2::StringPiece> groups;
   const RecordBatch* batch = nullptr;
   std::size_t span_offset = 0;  // batch offset of the span being scanned
@@ -704,11 +706,13 @@ struct Scanner::Impl {
                    std::size_t first_end, Fields& fields) {
     // The line's first match (the one RE2 gives) starts at most max_width before any match's end: RE2 is asked
     // about the text from there on, with the text before it as context (for \b and ^).
-    const std::size_t width = compiled.max_width_of(expr);
-    const std::size_t from = width != kUnbounded && first_end > width ? first_end - width : 0;
-    const std::string_view asked = text.substr(from);
+    // (The width costs a parse of the expression, ~0.1 ms, so only an expression asked about often asks for it.)
     if (recent.size() <= expr) recent.resize(compiled.ids.size());
     Recent& r = recent[expr];
+    if (r.asked < kAskedBeforeWidth) ++r.asked;
+    const std::size_t width = r.asked >= kAskedBeforeWidth ? compiled.max_width_of(expr) : kUnbounded;
+    const std::size_t from = width != kUnbounded && first_end > width ? first_end - width : 0;
+    const std::string_view asked = text.substr(from);
     const bool at_start = from == 0;
     const char before = at_start ? 0 : text[from - 1];
     if (r.valid && r.at_start == at_start && r.before == before && r.text == asked) {
