@@ -97,17 +97,16 @@ void Streams::keep_last_lines(const RecordBatch& batch, const std::function<Time
       const Time t = see(m);
       const std::string_view text = batch.text(*it).substr(0, kContextText);
       // A full ring's oldest line makes room, its text's capacity taken by this one.
+      ContextLine slot;
       if (ring.size() >= kRingLines) {
-        ContextLine slot = std::move(ring.front());
+        slot = std::move(ring.front());
         ring.pop_front();
-        slot.line = m.line;
-        slot.offset = m.offset;
-        slot.time = t;
-        slot.text.assign(text);
-        ring.push_back(std::move(slot));
-      } else {
-        ring.push_back(ContextLine{m.line, m.offset, t, std::string(text)});
       }
+      slot.line = m.line;
+      slot.offset = m.offset;
+      slot.time = t;
+      slot.text.assign(text);
+      ring.push_back(std::move(slot));
       ring_due_ = std::min(ring_due_, t + kRingIdle);
     }
     clock_moved(static_cast<std::uint32_t>(si));

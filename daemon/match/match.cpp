@@ -662,8 +662,7 @@ struct Scanner::Impl {
     std::uint32_t asked = 0;  // times RE2 was asked about the expression (up to kAskedBeforeWidth)
     bool valid = false;
     bool matched = false;
-    bool at_start = false;  // the text began at the line's start
-    char before = 0;        // else the byte before it
+    char before = 0;  // the byte before the text; '\n' (which no line holds) where it began at the line's start
     std::string text;
     Fields captures;
   };
@@ -713,9 +712,8 @@ struct Scanner::Impl {
     const std::size_t width = r.asked >= kAskedBeforeWidth ? compiled.max_width_of(expr) : kUnbounded;
     const std::size_t from = width != kUnbounded && first_end > width ? first_end - width : 0;
     const std::string_view asked = text.substr(from);
-    const bool at_start = from == 0;
-    const char before = at_start ? 0 : text[from - 1];
-    if (r.valid && r.at_start == at_start && r.before == before && r.text == asked) {
+    const char before = from == 0 ? '\n' : text[from - 1];
+    if (r.valid && r.before == before && r.text == asked) {
       if (r.matched) fields.insert(fields.end(), r.captures.begin(), r.captures.end());
       return r.matched;
     }
@@ -724,7 +722,6 @@ struct Scanner::Impl {
     r.valid = asked.size() <= kRecentText;
     if (r.valid) {
       r.matched = matched;
-      r.at_start = at_start;
       r.before = before;
       r.text.assign(asked);
       r.captures.assign(fields.begin() + static_cast<std::ptrdiff_t>(had), fields.end());
