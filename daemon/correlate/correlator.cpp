@@ -112,8 +112,9 @@ struct Correlator::Impl {
     auto names = [&](const std::vector<std::string>& list) {
       return std::find(list.begin(), list.end(), ev.name) != list.end();
     };
-    if (OpenIncident* oi = book.find({s.rule, s.key}); oi && oi->incident.status == IncidentStatus::firing) {
-      if (names(r.lifetime.resolve_on)) book.resolve(*oi, t, ev.name.c_str(), call);
+    if (names(r.lifetime.resolve_on)) {
+      if (OpenIncident* oi = book.find({s.rule, s.key}); oi && oi->incident.status == IncidentStatus::firing)
+        book.resolve(*oi, t, ev.name.c_str(), call);
     }
     if (names(r.reset_on)) {
       machine.reset(s, ev.name.c_str());

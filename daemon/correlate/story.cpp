@@ -53,11 +53,30 @@ Story make_story(const Rule& r, std::uint32_t rule_index, std::string key, std::
   Story s;
   s.rule = rule_index;
   s.key = std::move(key);
-  s.stream = stream;
-  s.generation = generation;
-  s.steps.resize(r.sequence.size());
-  s.cursor = first_required(r, 0);
+  s.restart(r, stream, generation);
   return s;
+}
+
+void Story::restart(const Rule& r, std::uint32_t stream_index, std::uint64_t stream_generation) {
+  stream = stream_index;
+  generation = stream_generation;
+  steps.resize(r.sequence.size());
+  for (auto& st : steps) {
+    st.hits = 0;
+    st.times.clear();
+    st.lines.clear();
+  }
+  cursor = first_required(r, 0);
+  progress_time = Time{};
+  started = false;
+  seen_events.clear();
+  fields.clear();
+  context.clear();
+  recent.clear();
+  first_decisive.clear();
+  first_decisive_time = Time{};
+  raised.reset();
+  last_activity = Time{};
 }
 
 std::size_t first_required(const Rule& r, std::size_t from) {
@@ -132,8 +151,7 @@ void StoryTable::shed_oldest() {
 void StoryMachine::reset(Story& s, const char* why) {
   const Rule& r = rules_[s.rule];
   if (s.started && trace_) trace_("  " + r.id + " [" + s.key + "]: story reset (" + why + ")");
-  std::uint32_t stream = s.stream;
-  s = make_story(r, s.rule, std::move(s.key), stream, streams_[stream].generation);
+  s.restart(r, s.stream, streams_[s.stream].generation);
 }
 
 std::string StoryMachine::position_of(const RecentHit& h) {

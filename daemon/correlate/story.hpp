@@ -42,6 +42,7 @@ class EventSet {
     if (event >= bits_.size()) bits_.resize(event + 1);
     bits_[event] = true;
   }
+  void clear() { bits_.clear(); }
   // Checkpoint form: events 0–63 as a mask (the form older checkpoints have), the others by index.
   std::uint64_t low_mask() const;
   std::vector<std::size_t> high_events() const;
@@ -77,6 +78,9 @@ struct Story {
 
   // Every line the story gathered, for its incident's evidence: context lines, then each step's hits.
   std::vector<EvidenceLine> evidence() const;
+  // Back to its start (as make_story leaves it) under the same rule and key, keeping the capacity of its containers:
+  // phase markers reset stories thousands of times, and a fresh story allocates a deque per step.
+  void restart(const Rule& r, std::uint32_t stream_index, std::uint64_t stream_generation);
 };
 
 // A story at its start: no step seen, the cursor on the first required step.
