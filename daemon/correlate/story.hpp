@@ -78,8 +78,9 @@ struct Story {
 
   // Every line the story gathered, for its incident's evidence: context lines, then each step's hits.
   std::vector<EvidenceLine> evidence() const;
-  // Back to its start (as make_story leaves it) under the same rule and key, keeping the capacity of its containers:
-  // phase markers reset stories thousands of times, and a fresh story allocates a deque per step.
+  // Back to its start (as make_story leaves it) under the same rule and key, keeping the capacity of its containers
+  // (a fresh story allocates a deque per step): a story restarts each time its rule fires, a window passes, a reset_on
+  // event hits or its stream begins a new instance.
   void restart(const Rule& r, std::uint32_t stream_index, std::uint64_t stream_generation);
 };
 
