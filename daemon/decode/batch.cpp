@@ -1,6 +1,8 @@
 // RecordBatch: records of one or more streams, their texts in spans that are referred to or copied ('\n' after each).
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 
 #include "decode_internal.hpp"
 #include "faultline/decode.hpp"
@@ -19,6 +21,14 @@ bool blank_lines(const char* from, const char* to) {
 }
 }  // namespace
 
+void RecordBatch::OwnBytes::grow(std::size_t n) {
+  const std::size_t capacity = std::max({size_ + n, 2 * capacity_, std::size_t{4096}});
+  auto data = std::make_unique_for_overwrite<char[]>(capacity);
+  if (size_ > 0) std::memcpy(data.get(), data_.get(), size_);
+  data_ = std::move(data);
+  capacity_ = capacity;
+}
+
 RecordMeta& RecordBatch::append(std::string_view text) {
   // The last span grows when it is the batch's own and ends where the buffer does.
   if (spans_.empty() || spans_.back().referred != nullptr || spans_.back().own + spans_.back().size != buffer_.size()) {
@@ -27,8 +37,9 @@ RecordMeta& RecordBatch::append(std::string_view text) {
   RecordMeta& m = records_.emplace_back();
   m.text_begin = static_cast<std::uint32_t>(bytes_);
   m.text_size = static_cast<std::uint32_t>(text.size());
-  buffer_.append(text);
-  buffer_.push_back('\n');
+  char* at = buffer_.extend(text.size() + 1);
+  if (!text.empty()) std::memcpy(at, text.data(), text.size());
+  at[text.size()] = '\n';
   spans_.back().size += text.size() + 1;
   bytes_ += text.size() + 1;
   return m;
@@ -120,7 +131,7 @@ void RecordBatch::materialize() {
     if (r.referred == nullptr) continue;
     referred = true;
     r.own = buffer_.size();
-    buffer_.append(r.referred, r.size);
+    std::memcpy(buffer_.extend(r.size), r.referred, r.size);
     r.referred = nullptr;
   }
   if (!referred) return;

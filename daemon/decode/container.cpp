@@ -299,6 +299,11 @@ bool decode_string(Json& j, std::string& out, bool& ran_off) {
 
 }  // namespace
 
+namespace {
+// Nanoseconds of one unit of an n-digit fraction of a second.
+constexpr std::int64_t kFractionScale[10] = {0, 100'000'000, 10'000'000, 1'000'000, 100'000, 10'000, 1'000, 100, 10, 1};
+}  // namespace
+
 bool WrapperClock::parse(std::string_view text, Time& out) {
   if (text.size() <= kPrefix) return from_rfc3339(text, out);
   if (!valid_ || std::memcmp(text.data(), prefix_, kPrefix) != 0) {
@@ -320,15 +325,13 @@ bool WrapperClock::parse(std::string_view text, Time& out) {
   const std::size_t digits = text.size() - kPrefix - 2;
   const char zone = d[text.size() - 1];
   if ((sep == '.' || sep == ',') && digits >= 1 && digits <= 9 && (zone == 'Z' || zone == 'z')) {
-    static constexpr std::int64_t kScale[10] = {0,      100'000'000, 10'000'000, 1'000'000, 100'000,
-                                                10'000, 1'000,       100,        10,        1};
     std::int64_t value = last_digits(d + text.size() - 1, std::min<std::size_t>(digits, 8));
     if (digits == 9) {
       const char first = d[p + 1];
       value = value >= 0 && first >= '0' && first <= '9' ? (first - '0') * 100'000'000 + value : -1;
     }
     if (value >= 0) {
-      out = base_ + Duration(value * kScale[digits]);
+      out = base_ + Duration(value * kFractionScale[digits]);
       return true;
     }
   }
@@ -349,8 +352,62 @@ bool WrapperClock::parse(std::string_view text, Time& out) {
   return true;
 }
 
+std::size_t WrapperClock::usual_time(const char* d, Time& out) const {
+  if constexpr (std::endian::native != std::endian::little) return 0;
+  if (!valid_ || std::memcmp(d, prefix_, kPrefix) != 0 || d[4] != '-' || d[10] != 'T' || d[kPrefix] != '.') return 0;
+  // The fraction's length: the first byte of d[20, 28) that is no digit (each byte outside '0'..'9' gets its high
+  // bit; a carry or borrow only runs from such a byte into later ones), else 8 or 9.
+  std::uint64_t v;
+  std::memcpy(&v, d + kPrefix + 1, 8);
+  const std::uint64_t outside =
+      ((v + 0x4646464646464646ull) | (v - 0x3030303030303030ull)) & 0x8080808080808080ull;
+  std::size_t digits = outside != 0 ? static_cast<std::size_t>(std::countr_zero(outside)) / 8 : 8;
+  if (digits == 8 && d[kPrefix + 9] >= '0' && d[kPrefix + 9] <= '9') digits = 9;
+  const std::size_t zone = kPrefix + 1 + digits;
+  if (digits == 0 || d[zone] != 'Z') return 0;
+  // Their value: the last eight (or fewer) as eight_digits_loaded reads them, less the check (they are digits), and
+  // a ninth before them by itself.
+  std::uint64_t w;
+  std::memcpy(&w, d + zone - 8, 8);
+  const std::size_t last = std::min<std::size_t>(digits, 8);
+  const std::uint64_t before = (std::uint64_t{1} << (8 * (8 - last))) - 1;  // the bytes before them: made '0'
+  w = ((w & ~before) | (0x3030303030303030ull & before)) - 0x3030303030303030ull;
+  w = (w * 10) + (w >> 8);
+  w = (((w & 0x000000FF000000FFull) * (100 + (1000000ull << 32))) +
+       (((w >> 16) & 0x000000FF000000FFull) * (1 + (10000ull << 32)))) >> 32;
+  std::int64_t value = static_cast<std::int64_t>(w);
+  if (digits == 9) value += (d[kPrefix + 1] - '0') * 100'000'000;
+  out = base_ + Duration(value * kFractionScale[digits]);
+  return zone + 1;
+}
+
+std::size_t WrapperClock::usual_cri_header(std::string_view line, CriLine& out) const {
+  // Enough bytes for every load (usual_time reads 30; the header is at most 30 + 10 bytes).
+  if (line.size() < kUsualTimeReads + 10) return 0;
+  const char* d = line.data();
+  Time t;
+  const std::size_t sp = usual_time(d, t);
+  if (sp == 0 || d[sp] != ' ') return 0;
+  // " stdout " or " stderr ", then the tag and the space before the message.
+  std::uint64_t stream;
+  std::memcpy(&stream, d + sp, 8);
+  constexpr auto word = [](const char (&w)[9]) {
+    std::uint64_t r = 0;
+    for (int i = 7; i >= 0; --i) r = (r << 8) | static_cast<unsigned char>(w[i]);
+    return r;
+  };
+  constexpr std::uint64_t kStdout = word(" stdout "), kStderr = word(" stderr ");
+  const char tag = d[sp + 8];
+  if ((stream != kStdout && stream != kStderr) || (tag != 'F' && tag != 'P') || d[sp + 9] != ' ') return 0;
+  out.time = t;
+  out.is_stderr = stream == kStderr;
+  out.partial = tag == 'P';
+  return sp + 9;
+}
+
 bool parse_cri(std::string_view line, CriLine& out, WrapperClock* clock) {
-  const std::size_t p = cri_header(line, out, true, clock);
+  std::size_t p = clock != nullptr ? clock->usual_cri_header(line, out) : 0;
+  if (p == 0) p = cri_header(line, out, true, clock);
   if (p == 0) return false;
   out.message = p < line.size() ? p + 1 : line.size();
   return true;
@@ -584,15 +641,23 @@ std::size_t docker_plain_line(const char* p, std::size_t len, std::size_t cap, s
     return 0;
   }
   at += kDockerStdout.size();
-  // The time, then "}" and the line's end: found as the text's end was (a time holding any of those bytes is left to
-  // parse_docker, which reads it to the same result).
-  const std::size_t t_end = find_log_end_avx2(p, at, n);
-  if (t_end + 2 >= n || p[t_end] != '"' || p[t_end + 1] != '}' || p[t_end + 2] != '\n') return 0;
-  const std::string_view time(p + at, t_end - at);
-  // Each field set on its own: assigning a whole DockerLine{} cleared it with a slow string store on every line.
+  // The time, then "}" and the line's end. The runtimes' form is read with no search where the clock knows its
+  // second; else the end is found as the text's end was (a time holding any of those bytes is left to parse_docker,
+  // which reads it to the same result).
   Time t;
-  if (clock != nullptr ? clock->parse(time, t) : from_rfc3339(time, t)) out.time = t;
-  else out.time.reset();
+  std::size_t t_end = clock != nullptr && at + WrapperClock::kUsualTimeReads <= n ? clock->usual_time(p + at, t) : 0;
+  if (t_end != 0) {
+    t_end += at;
+    if (t_end + 2 >= n || p[t_end] != '"' || p[t_end + 1] != '}' || p[t_end + 2] != '\n') return 0;
+    out.time = t;
+  } else {
+    t_end = find_log_end_avx2(p, at, n);
+    if (t_end + 2 >= n || p[t_end] != '"' || p[t_end + 1] != '}' || p[t_end + 2] != '\n') return 0;
+    const std::string_view time(p + at, t_end - at);
+    if (clock != nullptr ? clock->parse(time, t) : from_rfc3339(time, t)) out.time = t;
+    else out.time.reset();
+  }
+  // Each field set on its own: assigning a whole DockerLine{} cleared it with a slow string store on every line.
   out.is_stderr = is_stderr;
   out.partial = false;
   out.truncated = false;

@@ -18,6 +18,14 @@ LineMeta parse_line_meta(std::string_view message, const TimeContext& context, T
 // Removes ANSI and caret-notation escape sequences from data[0, size) in place; returns the new size.
 std::size_t strip_ansi(char* data, std::size_t size);
 
+// One line of the Kubernetes CRI log format: "<RFC3339Nano> <stdout|stderr> <P|F>[:tags] <message>".
+struct CriLine {
+  Time time{};
+  bool is_stderr = false;
+  bool partial = false;    // tag 'P': the message continues in the next line of the same stream
+  std::size_t message = 0; // index of the message in the line
+};
+
 // parse_rfc3339 for the wrapper times of consecutive lines, which mostly share their date and second: the text up to
 // the seconds is parsed once per second of log and then compared; what follows it is read here when it is a plain
 // fraction and 'Z' (the container runtimes' form), else the whole text goes to parse_rfc3339. Same results.
@@ -28,6 +36,17 @@ class WrapperClock {
   // after it was written stalled every line.)
   bool parse(std::string_view text, Time& out);
 
+  // The time at `d` in the form the container runtimes write, read with no search: this clock's second again, '.',
+  // one to nine digits, 'Z'. Its length (up to and with the 'Z'), or 0 for any other text (parse then reads it,
+  // which also moves the clock to a new second). Reads d[0, kUsualTimeReads): the caller has those bytes.
+  static constexpr std::size_t kUsualTimeReads = 30;
+  std::size_t usual_time(const char* d, Time& out) const;
+
+  // The header of a CRI line as the runtimes write it: usual_time, " stdout " or " stderr ", 'F' or 'P', ' '.
+  // Fills time, is_stderr and partial as parse_cri does and returns the index of the space before the message; 0
+  // for any other line.
+  std::size_t usual_cri_header(std::string_view line, CriLine& out) const;
+
  private:
   static constexpr std::size_t kPrefix = 19;  // "2006-01-02T15:04:05"
   char prefix_[kPrefix] = {};
@@ -35,13 +54,6 @@ class WrapperClock {
   Time base_{};  // the prefix's time in UTC
 };
 
-// One line of the Kubernetes CRI log format: "<RFC3339Nano> <stdout|stderr> <P|F>[:tags] <message>".
-struct CriLine {
-  Time time{};
-  bool is_stderr = false;
-  bool partial = false;    // tag 'P': the message continues in the next line of the same stream
-  std::size_t message = 0; // index of the message in the line
-};
 bool parse_cri(std::string_view line, CriLine& out, WrapperClock* clock = nullptr);
 // Like parse_cri, but succeeds on a line prefix that holds at least the header (used for format detection).
 bool looks_like_cri(std::string_view prefix);

@@ -145,7 +145,27 @@ class RecordBatch {
   void resolve(std::size_t i) const;
   void parse(std::size_t i) const;
 
-  std::string buffer_;
+  // The bytes the batch copies. It grows without clearing what it adds: each append writes those bytes at once.
+  class OwnBytes {
+   public:
+    char* extend(std::size_t n) {
+      if (n > capacity_ - size_) grow(n);
+      char* at = data_.get() + size_;
+      size_ += n;
+      return at;
+    }
+    const char* data() const { return data_.get(); }
+    std::size_t size() const { return size_; }
+    void clear() { size_ = 0; }
+
+   private:
+    void grow(std::size_t n);
+    std::unique_ptr<char[]> data_;
+    std::size_t size_ = 0;
+    std::size_t capacity_ = 0;
+  };
+
+  OwnBytes buffer_;
   std::vector<Run> spans_;
   mutable std::vector<RecordMeta> records_;  // deferred fields are filled in on access
   std::vector<StreamTime> streams_;

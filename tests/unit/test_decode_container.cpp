@@ -3,6 +3,7 @@
 
 #include <iterator>
 #include <random>
+#include <regex>
 
 #include "decode/decode_internal.hpp"
 #include "decode_support.hpp"
@@ -347,7 +348,11 @@ TEST_CASE("docker: the driver's own layout reads as the general JSON reader read
   CHECK(st_bad.malformed == 1);
 }
 
-TEST_CASE("the wrapper clock reads every time as parse_rfc3339 does, in any order", "[decode]") {
+namespace {
+
+// Times the wrapper clock must read as parse_rfc3339 does: the runtimes' forms, texts of their lengths that are not
+// them, and one to eight digits with one byte that is no digit at every place.
+std::vector<std::string> wrapper_times() {
   const std::vector<std::string> times = {
       "2026-11-29T10:08:01.0015Z", "2026-11-29T10:08:01.9Z", "2026-11-29T10:08:01Z", "2026-11-29T10:08:01,25z",
       "2026-11-29T10:08:01.123456789123Z", "2026-11-29T10:08:01.Z", "2026-11-29T10:08:01.5+02:00",
@@ -376,6 +381,13 @@ TEST_CASE("the wrapper clock reads every time as parse_rfc3339 does, in any orde
       }
     }
   }
+  return cut;
+}
+
+}  // namespace
+
+TEST_CASE("the wrapper clock reads every time as parse_rfc3339 does, in any order", "[decode]") {
+  const std::vector<std::string> cut = wrapper_times();
   decode_detail::WrapperClock clock;
   for (int round = 0; round < 2; ++round) {
     for (const auto& t : cut) {
@@ -391,6 +403,67 @@ TEST_CASE("the wrapper clock reads every time as parse_rfc3339 does, in any orde
   CHECK(got == T("2026-11-29T10:08:01.0015Z"));
   CHECK(clock.parse("2026-11-29T10:08:01.123456789Z", got));
   CHECK(got == T("2026-11-29T10:08:01Z") + std::chrono::nanoseconds(123456789));
+}
+
+TEST_CASE("the runtimes' usual times and CRI headers read with no search as the general reader reads them",
+          "[decode]") {
+  // usual_time and usual_cri_header read only what the clock's second and the runtimes' layout allow, and leave the
+  // rest (0) to the general reader; what they read must be what parse_rfc3339 and a clock-less parse_cri read. Each
+  // text is read with the clock in its own second (as after the line before it) and in another.
+  const std::string heads[] = {" stdout F ", " stderr F ", " stdout P ", " stderr P ", " stdout F:x ", " stdout X ",
+                               " stdoutF ",  " stdin F ",  "  stdout F ", " stdout F",  " stderr Fx ", "\tstdout F "};
+  const std::string messages[] = {"", "m", "a message long enough for every load [x.py:1]"};
+  const std::regex usual_time(R"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{1,9}Z)");
+  int usual = 0;
+  for (const auto& t : wrapper_times()) {
+    for (const char* other : {"", "2026-11-29T10:08:02Z"}) {
+      decode_detail::WrapperClock clock;
+      Time seen{};
+      const std::string clock_text = *other != '\0' ? std::string(other) : t;
+      (void)clock.parse(clock_text, seen);
+      // The clock knows a second when the text it read starts with one.
+      const bool clock_second = clock_text.size() >= 19 && parse_rfc3339(clock_text.substr(0, 19) + "Z").has_value();
+      INFO(t << " clock at " << (*other != '\0' ? other : "its own second"));
+      // The time alone, with bytes after it to read.
+      const std::string padded = t + std::string(decode_detail::WrapperClock::kUsualTimeReads, '#');
+      Time got{};
+      const std::size_t n = clock.usual_time(padded.data(), got);
+      if (n != 0) {
+        REQUIRE(n <= t.size());
+        const auto want = parse_rfc3339(t.substr(0, n));
+        REQUIRE(want.has_value());
+        CHECK(got == *want);
+      }
+      const bool is_usual =
+          std::regex_match(t, usual_time) && clock_second && t.compare(0, 19, clock_text, 0, 19) == 0;
+      CHECK((n != 0 && n == t.size()) == is_usual);
+      // Whole CRI lines.
+      for (const auto& head : heads) {
+        for (const auto& message : messages) {
+          const std::string line = t + head + message;
+          INFO(line);
+          decode_detail::CriLine a, b;
+          const bool read_a = decode_detail::parse_cri(line, a, &clock);
+          const bool read_b = decode_detail::parse_cri(line, b);
+          REQUIRE(read_a == read_b);
+          if (read_a) {
+            CHECK(a.time == b.time);
+            CHECK(a.is_stderr == b.is_stderr);
+            CHECK(a.partial == b.partial);
+            CHECK(a.message == b.message);
+          }
+          // The usual lines take the usual path: a usual time and head, and bytes enough for its loads.
+          const bool usual_head = &head - heads < 4;
+          if (is_usual && usual_head && line.size() >= decode_detail::WrapperClock::kUsualTimeReads + 10) {
+            decode_detail::CriLine c;
+            CHECK(clock.usual_cri_header(line, c) == t.size() + 9);
+            ++usual;
+          }
+        }
+      }
+    }
+  }
+  CHECK(usual > 100);
 }
 
 // ---- auto-detection --------------------------------------------------------------------------------------------------
