@@ -645,14 +645,13 @@ std::size_t docker_plain_line(const char* p, std::size_t len, std::size_t cap, s
   // second; else the end is found as the text's end was (a time holding any of those bytes is left to parse_docker,
   // which reads it to the same result).
   Time t;
-  std::size_t t_end = clock != nullptr && at + WrapperClock::kUsualTimeReads <= n ? clock->usual_time(p + at, t) : 0;
-  if (t_end != 0) {
-    t_end += at;
-    if (t_end + 2 >= n || p[t_end] != '"' || p[t_end + 1] != '}' || p[t_end + 2] != '\n') return 0;
+  const std::size_t usual =
+      clock != nullptr && at + WrapperClock::kUsualTimeReads <= n ? clock->usual_time(p + at, t) : 0;
+  const std::size_t t_end = usual != 0 ? at + usual : find_log_end_avx2(p, at, n);
+  if (t_end + 2 >= n || p[t_end] != '"' || p[t_end + 1] != '}' || p[t_end + 2] != '\n') return 0;
+  if (usual != 0) {
     out.time = t;
   } else {
-    t_end = find_log_end_avx2(p, at, n);
-    if (t_end + 2 >= n || p[t_end] != '"' || p[t_end + 1] != '}' || p[t_end + 2] != '\n') return 0;
     const std::string_view time(p + at, t_end - at);
     if (clock != nullptr ? clock->parse(time, t) : from_rfc3339(time, t)) out.time = t;
     else out.time.reset();
