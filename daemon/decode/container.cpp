@@ -365,17 +365,8 @@ std::size_t WrapperClock::usual_time(const char* d, Time& out) const {
   if (digits == 8 && d[kPrefix + 9] >= '0' && d[kPrefix + 9] <= '9') digits = 9;
   const std::size_t zone = kPrefix + 1 + digits;
   if (digits == 0 || d[zone] != 'Z') return 0;
-  // Their value: the last eight (or fewer) as eight_digits_loaded reads them, less the check (they are digits), and
-  // a ninth before them by itself.
-  std::uint64_t w;
-  std::memcpy(&w, d + zone - 8, 8);
-  const std::size_t last = std::min<std::size_t>(digits, 8);
-  const std::uint64_t before = (std::uint64_t{1} << (8 * (8 - last))) - 1;  // the bytes before them: made '0'
-  w = ((w & ~before) | (0x3030303030303030ull & before)) - 0x3030303030303030ull;
-  w = (w * 10) + (w >> 8);
-  w = (((w & 0x000000FF000000FFull) * (100 + (1000000ull << 32))) +
-       (((w >> 16) & 0x000000FF000000FFull) * (1 + (10000ull << 32)))) >> 32;
-  std::int64_t value = static_cast<std::int64_t>(w);
+  // Their value: the last eight (or fewer) at once, a ninth before them by itself.
+  std::int64_t value = last_digits(d + zone, std::min<std::size_t>(digits, 8));
   if (digits == 9) value += (d[kPrefix + 1] - '0') * 100'000'000;
   out = base_ + Duration(value * kFractionScale[digits]);
   return zone + 1;

@@ -645,6 +645,8 @@ struct Decoder::Impl {
   // path reads it) or a 'P' fragment.
   PlainLine cri_line(std::string_view line) {
     CriLine h;
+    if (const std::size_t sp = clock.usual_cri_header(line, h); sp != 0)  // the usual header: read with no search
+      return h.partial ? PlainLine{} : PlainLine{line.size(), line.substr(sp + 1), h.is_stderr, h.time};
     if (!decode_detail::parse_cri(line, h, &clock) || h.partial) return {};
     return {line.size(), line.substr(h.message), h.is_stderr, h.time};
   }
@@ -700,19 +702,7 @@ struct Decoder::Impl {
     while (line_buf.empty() && !line_over) {
       const std::size_t count = find_plain_lines(bytes.data(), i, n, wrap_cap, ends, kCap);
       for (std::size_t k = 0; k < count; ++k) {
-        const std::string_view line(bytes.data() + i, ends[k] - i);
-        // The usual header (read with no search) as take_plain takes it; any other line the way it went.
-        CriLine h;
-        const std::size_t sp = clock.usual_cri_header(line, h);
-        if (sp != 0 && !h.partial) {
-          const std::string_view message = line.substr(sp + 1);
-          if (message.size() > max_line || chan[h.is_stderr ? kStderr : kStdout].open) return i;
-          if (!message.empty()) emit_clean(message, line_no, line_start, h.time, false, out);
-          pos += line.size() + 1;
-          end_physical_line();
-        } else if (!take_plain(cri_line(line), out)) {
-          return i;
-        }
+        if (!take_plain(cri_line(std::string_view(bytes.data() + i, ends[k] - i)), out)) return i;
         i = ends[k] + 1;
       }
       if (count + kBlockLines <= kCap) return i;  // as in feed_plain
