@@ -104,6 +104,9 @@ class CompiledRules {
   const Rule& rule(std::uint32_t index) const { return rules_.rules[index]; }
   const EventPattern& event(EventRef ref) const { return rules_.rules[ref.rule].events[ref.event]; }
   std::size_t pattern_count() const;
+  // RE2 objects built so far: none after a compile or a load from the cache; a scan builds those of the expressions
+  // whose Hyperscan matches it confirms with RE2 (and a relaxed copy of some), once each.
+  std::size_t regexes_built() const;
 
  private:
   struct Impl;  // the Hyperscan database and the per-expression tables (match.cpp)

@@ -186,6 +186,46 @@ rules:
   CHECK(all.find("bad.yaml:16:10: error: rule 'lookahead'") != std::string::npos);
 }
 
+TEST_CASE("a pattern RE2 rejects is reported; a compile keeps none of the RE2s it checked the patterns with",
+          "[match]") {
+  // Hyperscan takes a repetition of 1001; RE2 allows at most 1000.
+  auto rejected = load_rules_from_string(R"(
+rules:
+  - id: ok
+    title: t
+    severity: info
+    events: {e: 'fine'}
+  - id: long-repeat
+    title: t
+    severity: info
+    events:
+      e: 'x{1001}y'
+)", "re2.yaml");
+  REQUIRE(rejected.ok());
+  auto bad = compile_rules(std::move(rejected.rules));
+  CHECK_FALSE(bad.rules);
+  REQUIRE(bad.diagnostics.size() == 1);
+  CHECK(bad.diagnostics[0].str() ==
+        "re2.yaml:11:10: error: rule 'long-repeat', event 'e': RE2 rejects the pattern: invalid repetition size: {1001}");
+
+  // Every pattern was checked with RE2 above; none of those RE2s stays. A scan builds the one of the line it confirms.
+  auto compiled = compile_rules(load_rules_from_string(kRules, "r.yaml").rules);
+  REQUIRE(compiled.rules);
+  CHECK(compiled.rules->regexes_built() == 0);
+  Scanner scanner(compiled.rules);
+  std::vector<Hit> hits;
+  scanner.scan(batch_of({{"disk almost full", Level::warning}}), hits);  // no captures: RE2 is not asked
+  CHECK(hits.size() == 1);
+  CHECK(compiled.rules->regexes_built() == 0);
+  hits.clear();
+  const std::string fmha =
+      "RuntimeError: Error in function 'TllmGenFmhaRunner' at /x/fmhaRunner.cuh:37: Unsupported architecture";
+  scanner.scan(batch_of({{fmha, Level::error}, {fmha, Level::error}}), hits);
+  REQUIRE(hits.size() == 2);
+  CHECK(hits[1].fields == Fields{{"line", "37"}});
+  CHECK(compiled.rules->regexes_built() == 1);
+}
+
 TEST_CASE("a compiled database is cached and reused", "[match]") {
   auto dir = std::filesystem::temp_directory_path() / ("faultline-cache-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
