@@ -396,12 +396,8 @@ std::size_t WrapperClock::usual_cri_header(std::string_view line, CriLine& out) 
   return sp + 9;
 }
 
-bool parse_cri(std::string_view line, CriLine& out, WrapperClock* clock) {
-  std::size_t p = clock != nullptr ? clock->usual_cri_header(line, out) : 0;
-  if (p == 0) p = cri_header(line, out, true, clock);
-  if (p == 0) return false;
-  out.message = p < line.size() ? p + 1 : line.size();
-  return true;
+bool parse_cri_general(std::string_view line, CriLine& out, WrapperClock* clock) {
+  return cri_message_after(line, cri_header(line, out, true, clock), out);
 }
 
 bool looks_like_cri(std::string_view prefix) {

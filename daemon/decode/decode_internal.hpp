@@ -54,7 +54,20 @@ class WrapperClock {
   Time base_{};  // the prefix's time in UTC
 };
 
-bool parse_cri(std::string_view line, CriLine& out, WrapperClock* clock = nullptr);
+// Sets out.message after the header's closing space at `space` (0: no header; false).
+inline bool cri_message_after(std::string_view line, std::size_t space, CriLine& out) {
+  if (space == 0) return false;
+  out.message = space < line.size() ? space + 1 : line.size();
+  return true;
+}
+// A CRI line's header in any form the format allows (parse_cri less its shortcut for the usual one).
+bool parse_cri_general(std::string_view line, CriLine& out, WrapperClock* clock);
+// A CRI line's header: with a clock, the usual form is read first with no search (inline: the block path calls this
+// for every line).
+inline bool parse_cri(std::string_view line, CriLine& out, WrapperClock* clock = nullptr) {
+  const std::size_t space = clock != nullptr ? clock->usual_cri_header(line, out) : 0;
+  return space != 0 ? cri_message_after(line, space, out) : parse_cri_general(line, out, clock);
+}
 // Like parse_cri, but succeeds on a line prefix that holds at least the header (used for format detection).
 bool looks_like_cri(std::string_view prefix);
 

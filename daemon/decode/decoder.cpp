@@ -645,9 +645,7 @@ struct Decoder::Impl {
   // path reads it) or a 'P' fragment.
   PlainLine cri_line(std::string_view line) {
     CriLine h;
-    if (const std::size_t sp = clock.usual_cri_header(line, h); sp != 0)  // the usual header: read with no search
-      return h.partial ? PlainLine{} : PlainLine{line.size(), line.substr(sp + 1), h.is_stderr, h.time};
-    if (!decode_detail::parse_cri(line, h, &clock) || h.partial) return {};
+    if (!decode_detail::parse_cri(line, h, &clock) || h.partial) return {};  // the usual header first, with no search
     return {line.size(), line.substr(h.message), h.is_stderr, h.time};
   }
 
