@@ -52,28 +52,86 @@ Result<void> sync_parent_dir(const std::string& path) {
   return {};
 }
 
-Result<void> write_file_atomic(const std::string& path, std::string_view data, unsigned mode) {
+namespace {
+constexpr std::size_t kWriterBuffer = 64 << 10;  // a piece at least this large is written straight from its caller
+}  // namespace
+
+Result<AtomicFileWriter> AtomicFileWriter::create(std::string path, unsigned mode) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode));
   if (fd < 0) return Error::from_errno("cannot create", tmp);
-  auto fail = [&](Error e) -> Result<void> {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return e;
-  };
-  if (auto w = write_all(fd, data, tmp); !w) return fail(w.error());
-  if (::fsync(fd) != 0) return fail(Error::from_errno("cannot fsync", tmp));
-  if (::close(fd) != 0) {
-    Error e = Error::from_errno("cannot close", tmp);
-    ::unlink(tmp.c_str());
+  return AtomicFileWriter(std::move(path), std::move(tmp), fd);
+}
+
+AtomicFileWriter::AtomicFileWriter(std::string path, std::string tmp, int fd)
+    : path_(std::move(path)), tmp_(std::move(tmp)), fd_(fd) {}
+
+AtomicFileWriter::AtomicFileWriter(AtomicFileWriter&& other) noexcept
+    : path_(std::move(other.path_)),
+      tmp_(std::move(other.tmp_)),
+      fd_(std::exchange(other.fd_, -1)),
+      buffer_(std::move(other.buffer_)),
+      size_(other.size_),
+      error_(std::move(other.error_)) {}
+
+AtomicFileWriter::~AtomicFileWriter() { abandon(); }
+
+void AtomicFileWriter::abandon() {
+  if (fd_ < 0) return;
+  ::close(std::exchange(fd_, -1));
+  ::unlink(tmp_.c_str());
+}
+
+void AtomicFileWriter::append(std::string_view piece) {
+  size_ += piece.size();
+  if (error_ || fd_ < 0) return;
+  if (buffer_.size() + piece.size() > kWriterBuffer) flush();
+  if (piece.size() >= kWriterBuffer) {
+    if (auto w = write_all(fd_, piece, tmp_); !w) error_ = w.error();
+    return;
+  }
+  if (buffer_.capacity() < kWriterBuffer) buffer_.reserve(kWriterBuffer);
+  buffer_.append(piece);
+}
+
+void AtomicFileWriter::flush() {
+  if (buffer_.empty() || error_) return;
+  if (auto w = write_all(fd_, buffer_, tmp_); !w) error_ = w.error();
+  buffer_.clear();
+}
+
+Result<void> AtomicFileWriter::commit() {
+  if (fd_ < 0) return Error{"cannot commit " + tmp_ + ": already committed or abandoned"};
+  flush();
+  std::string{}.swap(buffer_);
+  if (error_) {
+    abandon();
+    return *error_;
+  }
+  if (::fsync(fd_) != 0) {
+    Error e = Error::from_errno("cannot fsync", tmp_);
+    abandon();
     return e;
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    Error e = Error::from_errno("cannot rename to", path);
-    ::unlink(tmp.c_str());
+  if (::close(std::exchange(fd_, -1)) != 0) {
+    Error e = Error::from_errno("cannot close", tmp_);
+    ::unlink(tmp_.c_str());
     return e;
   }
-  return sync_parent_dir(path);
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    Error e = Error::from_errno("cannot rename to", path_);
+    ::unlink(tmp_.c_str());
+    return e;
+  }
+  return sync_parent_dir(path_);
+}
+
+Result<void> write_file_atomic(const std::string& path, std::string_view data, unsigned mode) {
+  auto writer = AtomicFileWriter::create(path, mode);
+  if (!writer) return writer.error();
+  if (auto w = write_all(writer->fd_, data, writer->tmp_); !w) writer->error_ = w.error();  // one piece: no buffer
+  writer->size_ = data.size();
+  return writer->commit();
 }
 
 Result<std::string> read_file(const std::string& path) {

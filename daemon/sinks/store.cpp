@@ -149,14 +149,22 @@ void IncidentStore::compact_log() {
   all.reserve(by_id_.size());
   for (const auto& [id, s] : by_id_) all.push_back(&s);
   std::sort(all.begin(), all.end(), [](auto* a, auto* b) { return a->order < b->order; });
-  std::string text = std::string(kHeaderKey) + std::to_string(kLogVersion) + "}\n";
+  // Written in pieces: the stored lines are already strings, and one string of the whole log (about a megabyte at
+  // the default capacity) would leave its buffer at the top of this thread's heap, held after every compaction.
+  auto writer = AtomicFileWriter::create(log_path_);
+  if (!writer) return;  // the old log stays; it is only longer
+  writer->append(std::string(kHeaderKey) + std::to_string(kLogVersion) + "}\n");
   for (auto* s : all) {
-    if (s->history.entries().size() > 1 || s->history.omitted() > 0)
-      text.append(history_line(s->incident.id, s->history)).append("\n");
-    text.append(s->json).append("\n");
+    if (s->history.entries().size() > 1 || s->history.omitted() > 0) {
+      writer->append(history_line(s->incident.id, s->history));
+      writer->append("\n");
+    }
+    writer->append(s->json);
+    writer->append("\n");
   }
-  if (!write_file_atomic(log_path_, text)) return;  // the old log stays; it is only longer
-  log_bytes_ = text.size();
+  const std::uint64_t size = writer->size();
+  if (!writer->commit()) return;
+  log_bytes_ = size;
 }
 
 void IncidentStore::evict() {

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -15,6 +17,41 @@ namespace faultline {
 // Replaces `path` with `data` atomically: a reader sees the old content or the new, never a mix, and after success
 // the new content survives a crash. The temporary file is removed on failure.
 Result<void> write_file_atomic(const std::string& path, std::string_view data, unsigned mode = 0640);
+
+// A file replaced as write_file_atomic replaces it, its content written in pieces: for content too large to build as
+// one string first (the incident log's compaction), whose buffer would outlive the write at the top of the heap.
+// Pieces go through one fixed buffer. Nothing replaces `path` until commit(); an object destroyed uncommitted removes
+// its temporary file. Move-only; one thread at a time.
+class AtomicFileWriter {
+ public:
+  static Result<AtomicFileWriter> create(std::string path, unsigned mode = 0640);
+  AtomicFileWriter(AtomicFileWriter&& other) noexcept;
+  AtomicFileWriter& operator=(AtomicFileWriter&&) = delete;
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+  ~AtomicFileWriter();
+
+  // Adds `piece` at the end. A write error is kept and returned by commit(); pieces after it are dropped.
+  void append(std::string_view piece);
+  // Bytes appended so far.
+  std::uint64_t size() const { return size_; }
+  // Flushes, fsyncs, renames over the target and fsyncs its directory; the first error of any step, the temporary
+  // file removed. Once only.
+  Result<void> commit();
+
+ private:
+  friend Result<void> write_file_atomic(const std::string& path, std::string_view data, unsigned mode);
+  AtomicFileWriter(std::string path, std::string tmp, int fd);
+  void flush();
+  void abandon();
+
+  std::string path_;
+  std::string tmp_;
+  int fd_ = -1;
+  std::string buffer_;
+  std::uint64_t size_ = 0;
+  std::optional<Error> error_;
+};
 
 // Writes all of `data` to `fd` (retrying short writes and EINTR). `what` names the file in the error.
 Result<void> write_all(int fd, std::string_view data, std::string_view what);

@@ -298,3 +298,50 @@ TEST_CASE("map_file maps a whole file read-only and outlives a rename over it", 
   CHECK(directory.error().message.find("not a regular file") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("AtomicFileWriter writes its pieces in order and replaces the file only on commit", "[types][durable_file]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("faultline-writer-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string path = (dir / "log.jsonl").string();
+  REQUIRE(write_file_atomic(path, "old\n").ok());
+  auto only_target = [&] {
+    std::size_t n = 0;
+    for (const auto& e : fs::directory_iterator(dir)) n += e.path().filename() == "log.jsonl" ? 1 : 100;
+    return n == 1;
+  };
+
+  // Small pieces that fill the buffer many times over, with pieces larger than it between them, so that a piece
+  // written out of turn, twice or not at all shows.
+  std::string expected;
+  {
+    auto writer = AtomicFileWriter::create(path);
+    REQUIRE(writer.ok());
+    for (int i = 0; i < 20000; ++i) {
+      std::string piece = "line " + std::to_string(i) + "\n";
+      if (i % 5000 == 4999) piece = std::string(100000 + static_cast<std::size_t>(i), static_cast<char>('a' + i % 26));
+      writer->append(piece);
+      expected += piece;
+    }
+    CHECK(writer->size() == expected.size());
+    CHECK(read_file(path).value() == "old\n");  // nothing replaced before commit
+    REQUIRE(writer->commit().ok());
+    CHECK_FALSE(writer->commit().ok());  // once only
+  }
+  CHECK(read_file(path).value() == expected);
+  CHECK(only_target());
+
+  {  // abandoned: the file stays as it was and the temporary file is gone
+    auto writer = AtomicFileWriter::create(path);
+    REQUIRE(writer.ok());
+    writer->append("half-written");
+  }
+  CHECK(read_file(path).value() == expected);
+  CHECK(only_target());
+
+  auto nowhere = AtomicFileWriter::create((dir / "absent" / "log.jsonl").string());
+  REQUIRE_FALSE(nowhere.ok());
+  CHECK(nowhere.error().message.find("absent/log.jsonl.tmp.") != std::string::npos);
+  fs::remove_all(dir);
+}
