@@ -352,26 +352,31 @@ std::size_t utf8_sequence(const unsigned char* s, std::size_t n, std::size_t i, 
 
 }  // namespace
 
-std::string sanitize_utf8(std::string_view text) {
+namespace {
+// Where the first invalid sequence of `text` starts; its size when there is none.
+std::size_t first_invalid_utf8(std::string_view text) {
   const auto* s = reinterpret_cast<const unsigned char*>(text.data());
   const std::size_t n = text.size();
   // Fast path: find the first byte that is not ASCII; most log text never has one.
   std::size_t i = 0;
   while (i < n && s[i] < 0x80) ++i;
-  if (i == n) return std::string(text);
-  // Second pass: is the rest valid? Then copy it unchanged.
-  std::size_t j = i;
-  bool valid = true;
-  while (j < n) {
+  while (i < n) {
     std::size_t bad = 0;
-    const std::size_t len = utf8_sequence(s, n, j, bad);
-    if (len == 0) {
-      valid = false;
-      break;
-    }
-    j += len;
+    const std::size_t len = utf8_sequence(s, n, i, bad);
+    if (len == 0) return i;
+    i += len;
   }
-  if (valid) return std::string(text);
+  return n;
+}
+}  // namespace
+
+bool is_valid_utf8(std::string_view text) { return first_invalid_utf8(text) == text.size(); }
+
+std::string sanitize_utf8(std::string_view text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t n = text.size();
+  std::size_t j = first_invalid_utf8(text);
+  if (j == n) return std::string(text);
   std::string out;
   out.reserve(n + 8);
   out.append(text.data(), j);

@@ -96,6 +96,8 @@ std::string_view faultline_version();
 
 // Replace invalid UTF-8 sequences with U+FFFD so text can go into JSON.
 std::string sanitize_utf8(std::string_view text);
+// Whether sanitize_utf8 would return `text` unchanged.
+bool is_valid_utf8(std::string_view text);
 
 // What a message may echo of a value the user gave (a pattern, a key, a URL): the text itself when it is at most
 // `max` bytes, else its first `max` bytes (cut at a UTF-8 boundary) and "… (N bytes)". Every diagnostic and error
