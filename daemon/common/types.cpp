@@ -241,11 +241,20 @@ std::string format_time(Time t) {
   const CivilDate c = civil_from_days(days);
   const std::int64_t secs = rem / 1'000'000'000;
   const auto ms = static_cast<int>((rem % 1'000'000'000) / 1'000'000);
-  char buf[64];
-  const int len = std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02d:%02d:%02d.%03dZ",
-                                static_cast<long long>(c.year), c.month, c.day, static_cast<int>(secs / 3600),
-                                static_cast<int>(secs / 60 % 60), static_cast<int>(secs % 60), ms);
-  return std::string(buf, static_cast<std::size_t>(len > 0 ? len : 0));
+  // Nanoseconds in 64 bits reach the years 1677 to 2262: always four digits. Written directly (snprintf cost ~3,600
+  // instructions a call, and every evidence line of every incident revision has a time).
+  char out[] = "0000-00-00T00:00:00.000Z";
+  auto put = [&out](std::size_t at, std::size_t width, std::uint64_t v) {
+    for (std::size_t k = at + width; k > at; v /= 10) out[--k] = static_cast<char>('0' + v % 10);
+  };
+  put(0, 4, static_cast<std::uint64_t>(c.year));
+  put(5, 2, c.month);
+  put(8, 2, c.day);
+  put(11, 2, static_cast<std::uint64_t>(secs / 3600));
+  put(14, 2, static_cast<std::uint64_t>(secs / 60 % 60));
+  put(17, 2, static_cast<std::uint64_t>(secs % 60));
+  put(20, 3, static_cast<std::uint64_t>(ms));
+  return std::string(out, sizeof out - 1);
 }
 
 std::optional<Time> parse_rfc3339(std::string_view s) {

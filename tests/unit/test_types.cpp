@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <limits>
 #include <random>
 #include <string>
 
@@ -160,6 +161,18 @@ TEST_CASE("format_time writes RFC 3339 UTC with milliseconds", "[types]") {
   CHECK(format_time(at_seconds(951868800)) == "2000-03-01T00:00:00.000Z");
   CHECK(format_time(at_seconds(-1)) == "1969-12-31T23:59:59.000Z");
   CHECK(format_time(Time(Duration(-1))) == "1969-12-31T23:59:59.999Z");
+  CHECK(format_time(Time(Duration(std::numeric_limits<std::int64_t>::min()))) == "1677-09-21T00:12:43.145Z");
+  CHECK(format_time(Time(Duration(std::numeric_limits<std::int64_t>::max()))) == "2262-04-11T23:47:16.854Z");
+  // Every field at every width: each time read back is the time written, to the millisecond.
+  std::mt19937_64 rng(3339);
+  for (int i = 0; i < 20000; ++i) {
+    const auto ms = static_cast<std::int64_t>(rng() % 18'000'000'000'000ull) - 9'000'000'000'000;  // ±285 years
+    const Time t = Time(std::chrono::milliseconds(ms));
+    const std::string text = format_time(t);
+    INFO(text);
+    REQUIRE(text.size() == 24);
+    REQUIRE(parse_rfc3339(text) == t);
+  }
 }
 
 TEST_CASE("parse_rfc3339 reads fractions, zones and separators", "[types]") {
