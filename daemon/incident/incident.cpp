@@ -31,6 +31,19 @@ struct JsonWriter {
     auto [end, ec] = std::to_chars(buf, buf + sizeof buf, n);
     out.append(buf, end);
   }
+  // `"name":` and the value.
+  void member(std::string_view name, std::string_view text) {
+    key(name);
+    string(text);
+  }
+  void member(std::string_view name, std::uint64_t n) {
+    key(name);
+    number(n);
+  }
+  void member(std::string_view name, const Fields& f) {
+    key(name);
+    fields(f);
+  }
 
   // A JSON string, invalid UTF-8 replaced (sanitize_utf8), escaped as nlohmann escapes with ensure_ascii off: `"`,
   // `\\`, the short forms of \b \f \n \r \t, other control characters as \u00xx; everything else as it is.
@@ -157,33 +170,24 @@ std::string to_json(const Incident& in) {
   w.key("caused_by");
   if (in.caused_by) {
     w.out += '{';
-    w.key("id");
-    w.string(*in.caused_by);
-    w.key("rule");
-    w.string(in.caused_by_rule);
+    w.member("id", *in.caused_by);
+    w.member("rule", in.caused_by_rule);
     w.out += '}';
   } else {
     w.out += "null";
   }
-  w.key("count");
-  w.number(in.count);
+  w.member("count", in.count);
   w.key("evidence");
   w.out += '[';
   for (const auto& e : in.evidence) {
     if (w.out.back() != '[') w.out += ',';
     w.out += '{';
-    w.key("event");
-    w.string(e.event);
-    w.key("line");
-    w.number(e.line);
-    w.key("offset");
-    w.number(e.offset);
-    w.key("stream");
-    w.string(e.stream);
-    w.key("text");
-    w.string(std::string_view(e.text).substr(0, kMaxEvidenceText));
-    w.key("time");
-    w.string(format_time(e.time));
+    w.member("event", e.event);
+    w.member("line", e.line);
+    w.member("offset", e.offset);
+    w.member("stream", e.stream);
+    w.member("text", std::string_view(e.text).substr(0, kMaxEvidenceText));
+    w.member("time", format_time(e.time));
     if (e.truncated || e.text.size() > kMaxEvidenceText) {
       w.key("truncated");
       w.out += "true";
@@ -191,20 +195,12 @@ std::string to_json(const Incident& in) {
     w.out += '}';
   }
   w.out += ']';
-  w.key("fields");
-  w.fields(in.fields);
-  if (!in.fingerprint.empty()) {
-    w.key("fingerprint");
-    w.string(in.fingerprint);
-  }
-  w.key("first_seen");
-  w.string(format_time(in.first_seen));
-  w.key("id");
-  w.string(in.id);
-  w.key("labels");
-  w.fields(in.labels);
-  w.key("last_seen");
-  w.string(format_time(in.last_seen));
+  w.member("fields", in.fields);
+  if (!in.fingerprint.empty()) w.member("fingerprint", in.fingerprint);
+  w.member("first_seen", format_time(in.first_seen));
+  w.member("id", in.id);
+  w.member("labels", in.labels);
+  w.member("last_seen", format_time(in.last_seen));
   w.key("references");
   w.out += '[';
   for (const auto& r : in.references) {
@@ -212,28 +208,16 @@ std::string to_json(const Incident& in) {
     w.string(r);
   }
   w.out += ']';
-  w.key("remediation");
-  w.string(in.remediation);
-  w.key("revision");
-  w.number(in.revision);
-  w.key("rule");
-  w.string(in.rule);
-  w.key("severity");
-  w.string(to_string(in.severity));
-  w.key("status");
-  w.string(to_string(in.status));
-  w.key("stream");
-  w.string(in.stream);
-  w.key("stream_labels");
-  w.fields(in.stream_labels);
-  w.key("summary");
-  w.string(in.summary);
-  if (!in.fingerprint.empty()) {
-    w.key("template");
-    w.string(in.message_template);
-  }
-  w.key("title");
-  w.string(in.title);
+  w.member("remediation", in.remediation);
+  w.member("revision", in.revision);
+  w.member("rule", in.rule);
+  w.member("severity", to_string(in.severity));
+  w.member("status", to_string(in.status));
+  w.member("stream", in.stream);
+  w.member("stream_labels", in.stream_labels);
+  w.member("summary", in.summary);
+  if (!in.fingerprint.empty()) w.member("template", in.message_template);
+  w.member("title", in.title);
   w.out += '}';
   return std::move(w.out);
 }
