@@ -84,10 +84,9 @@ void AtomicFileWriter::abandon() {
 
 void AtomicFileWriter::append(std::string_view piece) {
   size_ += piece.size();
-  if (error_ || fd_ < 0) return;
   if (buffer_.size() + piece.size() > kWriterBuffer) flush();
   if (piece.size() >= kWriterBuffer) {
-    if (auto w = write_all(fd_, piece, tmp_); !w) error_ = w.error();
+    write_out(piece);
     return;
   }
   if (buffer_.capacity() < kWriterBuffer) buffer_.reserve(kWriterBuffer);
@@ -95,9 +94,13 @@ void AtomicFileWriter::append(std::string_view piece) {
 }
 
 void AtomicFileWriter::flush() {
-  if (buffer_.empty() || error_) return;
-  if (auto w = write_all(fd_, buffer_, tmp_); !w) error_ = w.error();
+  write_out(buffer_);
   buffer_.clear();
+}
+
+void AtomicFileWriter::write_out(std::string_view bytes) {
+  if (bytes.empty() || error_ || fd_ < 0) return;
+  if (auto w = write_all(fd_, bytes, tmp_); !w) error_ = w.error();
 }
 
 Result<void> AtomicFileWriter::commit() {
@@ -129,8 +132,7 @@ Result<void> AtomicFileWriter::commit() {
 Result<void> write_file_atomic(const std::string& path, std::string_view data, unsigned mode) {
   auto writer = AtomicFileWriter::create(path, mode);
   if (!writer) return writer.error();
-  if (auto w = write_all(writer->fd_, data, writer->tmp_); !w) writer->error_ = w.error();  // one piece: no buffer
-  writer->size_ = data.size();
+  writer->write_out(data);  // one piece: straight from the caller, no copy into the buffer
   return writer->commit();
 }
 

@@ -43,6 +43,8 @@ class AtomicFileWriter {
   friend Result<void> write_file_atomic(const std::string& path, std::string_view data, unsigned mode);
   AtomicFileWriter(std::string path, std::string tmp, int fd);
   void flush();
+  // Writes `bytes` to the temporary file unless an error came before (kept for commit()).
+  void write_out(std::string_view bytes);
   void abandon();
 
   std::string path_;

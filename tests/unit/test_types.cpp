@@ -10,6 +10,7 @@
 
 #include "faultline/durable_file.hpp"
 #include "faultline/types.hpp"
+#include "sinks_support.hpp"
 
 using namespace faultline;
 using namespace std::chrono_literals;
@@ -314,9 +315,8 @@ TEST_CASE("map_file maps a whole file read-only and outlives a rename over it", 
 
 TEST_CASE("AtomicFileWriter writes its pieces in order and replaces the file only on commit", "[types][durable_file]") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("faultline-writer-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const sinkstest::TempDir tmp("writer");  // removed however the test ends
+  const fs::path dir = tmp.path;
   const std::string path = (dir / "log.jsonl").string();
   REQUIRE(write_file_atomic(path, "old\n").ok());
   auto only_target = [&] {
@@ -356,5 +356,4 @@ TEST_CASE("AtomicFileWriter writes its pieces in order and replaces the file onl
   auto nowhere = AtomicFileWriter::create((dir / "absent" / "log.jsonl").string());
   REQUIRE_FALSE(nowhere.ok());
   CHECK(nowhere.error().message.find("absent/log.jsonl.tmp.") != std::string::npos);
-  fs::remove_all(dir);
 }
