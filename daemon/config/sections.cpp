@@ -333,6 +333,7 @@ void decode_config(Reader& r, const YAML::Node& root, Config& c, const std::stri
                 {"redaction", [&](const YAML::Node& n) { decode_redaction(r, n, c.redaction); }},
                 {"queue_capacity", r.integer(c.queue_capacity, "queue_capacity", 1)},
                 {"max_incidents", r.integer(c.max_incidents, "max_incidents", 1)},
+                {"max_incident_bytes", size(r, c.max_incident_bytes, "max_incident_bytes", 64 << 10)},
                 {"sinks", [&](const YAML::Node& n) { decode_sinks(r, n, c.sinks, c.rule_references); }},
             });
 }

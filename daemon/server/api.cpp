@@ -137,13 +137,13 @@ bool contains_text(const Incident& inc, const std::string& needle) {
   return has(inc.fingerprint) || has(inc.message_template);
 }
 
-bool matches(const Incident& inc, const ListQuery& q) {
+bool matches(const StoredIncident& s, const ListQuery& q) {
   for (const auto& [key, value] : q.labels) {
-    const std::string* have = find_field(inc.stream_labels, label_name(key));
+    const std::string* have = find_field(s.summary.stream_labels, label_name(key));
     if (!have || *have != value) return false;
   }
-  if (q.caused_by && inc.caused_by != q.caused_by) return false;
-  return q.text.empty() || contains_text(inc, q.text);
+  if (q.caused_by && s.summary.caused_by != q.caused_by) return false;
+  return q.text.empty() || contains_text(s.incident(), q.text);  // the evidence and texts: read from the JSON
 }
 
 // Each root cause (an incident explained by none in the list) followed by the incidents it explains, newest first
@@ -151,15 +151,15 @@ bool matches(const Incident& inc, const ListQuery& q) {
 std::vector<const StoredIncident*> by_cause(const std::vector<const StoredIncident*>& items) {
   std::unordered_map<std::string_view, std::vector<const StoredIncident*>> explained;
   std::unordered_set<std::string_view> ids;
-  for (const auto* s : items) ids.insert(s->incident.id);
+  for (const auto* s : items) ids.insert(s->summary.id);
   for (const auto* s : items)
-    if (s->incident.caused_by && ids.count(*s->incident.caused_by)) explained[*s->incident.caused_by].push_back(s);
+    if (s->summary.caused_by && ids.count(*s->summary.caused_by)) explained[*s->summary.caused_by].push_back(s);
   std::vector<const StoredIncident*> out;
   out.reserve(items.size());
   for (const auto* s : items) {
-    if (s->incident.caused_by && ids.count(*s->incident.caused_by)) continue;
+    if (s->summary.caused_by && ids.count(*s->summary.caused_by)) continue;
     out.push_back(s);
-    if (auto it = explained.find(s->incident.id); it != explained.end())
+    if (auto it = explained.find(s->summary.id); it != explained.end())
       out.insert(out.end(), it->second.begin(), it->second.end());
   }
   return out;
@@ -171,10 +171,10 @@ HttpResponse list_incidents(const ApiContext& ctx, const ListQuery& q) {
   auto all = ctx.incidents ? ctx.incidents->query(view) : std::vector<const StoredIncident*>{};
   std::vector<const StoredIncident*> items;
   for (const auto* s : all)
-    if (matches(s->incident, q)) items.push_back(s);
+    if (matches(*s, q)) items.push_back(s);
   if (q.by_cause) items = by_cause(items);
   std::size_t firing = std::count_if(items.begin(), items.end(),
-                                     [](auto* s) { return s->incident.status == IncidentStatus::firing; });
+                                     [](auto* s) { return s->summary.status == IncidentStatus::firing; });
   std::size_t begin = std::min(q.offset, items.size());
   std::size_t end = begin + std::min(q.limit, items.size() - begin);
   std::string body = "{\"incidents\":[";
@@ -197,9 +197,9 @@ HttpResponse list_rules(const ApiContext& ctx) {
   all.limit = std::numeric_limits<std::size_t>::max();
   auto stored = ctx.incidents ? ctx.incidents->query(all) : std::vector<const StoredIncident*>{};
   for (const auto* s : stored) {
-    auto& n = incidents[s->incident.rule];
+    auto& n = incidents[s->summary.rule];
     ++n.first;
-    if (s->incident.status == IncidentStatus::firing) ++n.second;
+    if (s->summary.status == IncidentStatus::firing) ++n.second;
   }
   nlohmann::ordered_json rules = nlohmann::ordered_json::array();
   if (ctx.rules) {

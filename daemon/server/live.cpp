@@ -35,9 +35,9 @@ Snapshot take(const ApiContext& ctx) {
     for (const auto* item : ctx.incidents->query(all)) {
       s.change = std::max(s.change, item->order + 1);
       ++s.total;
-      if (item->incident.status != IncidentStatus::firing) continue;
+      if (item->summary.status != IncidentStatus::firing) continue;
       ++s.firing;
-      if (item->incident.severity == Severity::critical) ++s.critical_firing;
+      if (item->summary.severity == Severity::critical) ++s.critical_firing;
     }
   }
   if (ctx.activity) s.activity = ctx.activity();

@@ -29,10 +29,19 @@ std::string history_line(const std::string& id, const RevisionHistory& history) 
   std::string body = history.to_json();  // {"revisions":...}
   return std::string(kHistoryKey) + nlohmann::json(id).dump() + "," + body.substr(1);
 }
+
+// A stored incident's place in the store: its map node (key, value, hash, link) and its entry in logged_.
+std::size_t entry_bytes(const std::string& id, const StoredIncident& s) {
+  constexpr std::size_t kNodes = 2 * (2 * sizeof(void*) + sizeof(std::string)) + sizeof(std::uint32_t);
+  const std::size_t key = id.capacity() > std::string().capacity() ? id.capacity() + 1 : 0;
+  return s.bytes() + kNodes + 2 * key;
+}
 }  // namespace
 
-IncidentStore::IncidentStore(std::size_t capacity, std::string log_path)
-    : capacity_(std::max<std::size_t>(capacity, 1)), log_path_(std::move(log_path)) {}
+IncidentStore::IncidentStore(IncidentStoreLimits limits, std::string log_path)
+    : limits_(limits), log_path_(std::move(log_path)) {
+  limits_.incidents = std::max<std::size_t>(limits_.incidents, 1);
+}
 
 Result<void> IncidentStore::open() {
   if (log_path_.empty()) return {};
@@ -52,7 +61,7 @@ Result<void> IncidentStore::open() {
       auto inc = incident_from_json(line);
       if (!inc) continue;  // a torn last line after a crash; the rest is still good
       auto it = by_id_.find(inc->id);
-      if (it != by_id_.end() && it->second.incident.revision >= inc->revision) continue;
+      if (it != by_id_.end() && it->second.summary.revision >= inc->revision) continue;
       RevisionHistory history;
       if (auto p = pending.find(inc->id); p != pending.end()) {
         history = std::move(p->second);
@@ -61,14 +70,11 @@ Result<void> IncidentStore::open() {
         history = std::move(it->second.history);
       }
       history.record(*inc);
-      if (it != by_id_.end()) count(it->second.incident, -1);
-      StoredIncident s{*inc, line, next_order_++, std::move(history)};
-      count(s.incident, +1);
       logged_[inc->id] = inc->revision;
-      by_id_.insert_or_assign(inc->id, std::move(s));
+      hold({IncidentSummary::of(*inc), std::move(line), next_order_++, std::move(history)});
+      evict();  // as it reads: a log longer than the limits never has to be held whole
     }
   }
-  evict();
   compact_log();
   int fd = ::open(log_path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
   if (fd < 0) return Error::from_errno("cannot open", log_path_);
@@ -76,7 +82,7 @@ Result<void> IncidentStore::open() {
   return {};
 }
 
-void IncidentStore::count(const Incident& incident, int delta) {
+void IncidentStore::count(const IncidentSummary& incident, int delta) {
   if (incident.status != IncidentStatus::firing) return;
   std::lock_guard lock(counts_mutex_);
   auto& n = firing_counts_[{incident.rule, incident.severity}];  // kept at 0 once seen: its gauge goes back to 0
@@ -101,36 +107,49 @@ void IncidentStore::persist(std::string_view id) {
 
 void IncidentStore::log_revision(const StoredIncident& s) {
   if (log_path_.empty()) return;
-  auto& logged = logged_[s.incident.id];
-  if (logged >= s.incident.revision) return;
+  auto& logged = logged_[s.summary.id];
+  if (logged >= s.summary.revision) return;
   // Revisions the history holds that were never logged (accepted while a sink held them in memory only): the
   // history goes first, so a restart shows them.
   const auto& entries = s.history.entries();
   std::string text;
   if (entries.size() > 1 && entries[entries.size() - 2].revision > logged)
-    text = history_line(s.incident.id, s.history) + "\n";
+    text = history_line(s.summary.id, s.history) + "\n";
   text += s.json;
   append_log(text);
-  logged = s.incident.revision;
+  logged = s.summary.revision;
 }
 
 IncidentStore::Accept IncidentStore::accept(const Incident& incident, bool persist) {
   auto it = by_id_.find(incident.id);
   Accept result = Accept::added;
   if (it != by_id_.end()) {
-    if (it->second.incident.revision >= incident.revision) return Accept::duplicate;
+    if (it->second.summary.revision >= incident.revision) return Accept::duplicate;
     result = Accept::updated;
-    count(it->second.incident, -1);
   }
   RevisionHistory history = it != by_id_.end() ? std::move(it->second.history) : RevisionHistory{};
   history.record(incident);
-  StoredIncident s{incident, to_json(incident), next_order_++, std::move(history)};
-  count(incident, +1);
+  StoredIncident s{IncidentSummary::of(incident), to_json(incident), next_order_++, std::move(history)};
   if (persist) log_revision(s);
-  by_id_.insert_or_assign(incident.id, std::move(s));
+  hold(std::move(s));
   evict();
   if (log_bytes_ > kCompactAt) compact_log();
   return result;
+}
+
+void IncidentStore::hold(StoredIncident s) {
+  s.json.shrink_to_fit();
+  auto it = by_id_.find(s.summary.id);
+  if (it != by_id_.end()) {
+    count(it->second.summary, -1);
+    bytes_ -= entry_bytes(it->first, it->second);
+    it->second = std::move(s);
+  } else {
+    std::string id = s.summary.id;
+    it = by_id_.emplace(std::move(id), std::move(s)).first;
+  }
+  count(it->second.summary, +1);
+  bytes_ += entry_bytes(it->first, it->second);
 }
 
 void IncidentStore::append_log(const std::string& json) {
@@ -156,7 +175,7 @@ void IncidentStore::compact_log() {
   writer->append(std::string(kHeaderKey) + std::to_string(kLogVersion) + "}\n");
   for (auto* s : all) {
     if (s->history.entries().size() > 1 || s->history.omitted() > 0) {
-      writer->append(history_line(s->incident.id, s->history));
+      writer->append(history_line(s->summary.id, s->history));
       writer->append("\n");
     }
     writer->append(s->json);
@@ -168,18 +187,20 @@ void IncidentStore::compact_log() {
 }
 
 void IncidentStore::evict() {
-  while (by_id_.size() > capacity_) {
+  while (by_id_.size() > limits_.incidents || (bytes_ > limits_.bytes && by_id_.size() > 1)) {
     auto victim = by_id_.end();
     for (auto it = by_id_.begin(); it != by_id_.end(); ++it) {
-      bool resolved = it->second.incident.status == IncidentStatus::resolved;
+      if (it->second.order + 1 == next_order_) continue;  // the newest: kept
+      bool resolved = it->second.summary.status == IncidentStatus::resolved;
       if (victim == by_id_.end()) {
         victim = it;
         continue;
       }
-      bool vres = victim->second.incident.status == IncidentStatus::resolved;
+      bool vres = victim->second.summary.status == IncidentStatus::resolved;
       if ((resolved && !vres) || (resolved == vres && it->second.order < victim->second.order)) victim = it;
     }
-    count(victim->second.incident, -1);
+    count(victim->second.summary, -1);
+    bytes_ -= entry_bytes(victim->first, victim->second);
     logged_.erase(victim->first);
     by_id_.erase(victim);
   }
@@ -193,7 +214,7 @@ const StoredIncident* IncidentStore::find(std::string_view id) const {
 std::vector<const StoredIncident*> IncidentStore::query(const IncidentQuery& q) const {
   std::vector<const StoredIncident*> out;
   for (const auto& [id, s] : by_id_) {
-    const auto& inc = s.incident;
+    const auto& inc = s.summary;
     if (!q.rules.empty() && std::find(q.rules.begin(), q.rules.end(), inc.rule) == q.rules.end()) continue;
     if (!q.severities.empty() &&
         std::find(q.severities.begin(), q.severities.end(), inc.severity) == q.severities.end())
@@ -210,7 +231,7 @@ std::vector<const StoredIncident*> IncidentStore::query(const IncidentQuery& q) 
 std::vector<const StoredIncident*> IncidentStore::firing() const {
   std::vector<const StoredIncident*> out;
   for (const auto& [id, s] : by_id_)
-    if (s.incident.status == IncidentStatus::firing) out.push_back(&s);
+    if (s.summary.status == IncidentStatus::firing) out.push_back(&s);
   std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->order < b->order; });
   return out;
 }

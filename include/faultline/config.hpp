@@ -79,6 +79,7 @@ struct Config {
   RedactionOptions redaction;
   std::size_t queue_capacity = 1024;    // incidents waiting for the sinks before reading pauses
   std::size_t max_incidents = 1000;     // kept for the API
+  std::size_t max_incident_bytes = 2u << 20;  // and the memory they may hold
   // `run` only: incidents on standard output as the text blocks `scan` prints (a terminal), not JSON lines.
   bool output_text = false;
   ConfigPositions positions;

@@ -57,11 +57,30 @@ class RevisionHistory {
   std::size_t bytes_ = 0;
 };
 
+// What a stored incident keeps of its latest revision beside the JSON: what readers filter, group and count on.
+struct IncidentSummary {
+  std::string id;
+  std::uint32_t revision = 1;
+  IncidentStatus status = IncidentStatus::firing;
+  std::string rule;
+  Severity severity = Severity::warning;
+  Time last_seen{};
+  std::optional<std::string> caused_by;
+  Fields stream_labels;
+
+  static IncidentSummary of(const Incident& incident);
+};
+
+// The latest revision of one incident, held once: as its JSON (what the API serves and the log keeps) and a summary.
+// The evidence and texts are read back from the JSON when a reader needs the whole incident.
 struct StoredIncident {
-  Incident incident;
+  IncidentSummary summary;
   std::string json;     // to_json(incident)
   std::uint64_t order;  // grows with every update; newest first in queries
   RevisionHistory history{};
+
+  Incident incident() const;  // parsed from `json` (no read_at)
+  std::size_t bytes() const;  // the memory it holds, heap included (an estimate), for the store's byte bound
 };
 
 struct IncidentQuery {

@@ -253,9 +253,17 @@ Result<std::unique_ptr<Sink>> make_webhook_sink(const SinkConfig& config, const 
 // persisted as an append-only JSON-lines log (versioned; the version 1 log of revisions only is still read) that is
 // compacted when it grows; on open the latest revision of each incident and its history are restored.
 
+// Both bounds hold: past either, resolved incidents go first, oldest update first; then firing ones, oldest first.
+// The newest incident is always kept. Bytes are the memory each stored incident holds (StoredIncident::bytes and its
+// place in the store), so the bound holds however long the evidence lines are.
+struct IncidentStoreLimits {
+  std::size_t incidents = 1000;
+  std::size_t bytes = 2u << 20;
+};
+
 class IncidentStore final : public Sink, public IncidentView {
  public:
-  explicit IncidentStore(std::size_t capacity = 1000, std::string log_path = {});
+  explicit IncidentStore(IncidentStoreLimits limits = {}, std::string log_path = {});
   Result<void> open();
 
   enum class Accept : std::uint8_t { added, updated, duplicate };
@@ -269,6 +277,7 @@ class IncidentStore final : public Sink, public IncidentView {
   std::vector<const StoredIncident*> query(const IncidentQuery& query) const override;  // newest update first
   std::vector<const StoredIncident*> firing() const override;
   std::size_t size() const { return by_id_.size(); }
+  std::size_t bytes() const { return bytes_; }  // what the stored incidents hold, by the limits' measure
 
   // Firing incidents per (rule, severity), including pairs now at 0. Thread-safe (read at scrape time).
   std::vector<std::pair<std::pair<std::string, Severity>, std::size_t>> firing_counts() const;
@@ -279,15 +288,17 @@ class IncidentStore final : public Sink, public IncidentView {
   void stop(Duration) override {}
 
  private:
-  void count(const Incident& incident, int delta);
+  void count(const IncidentSummary& incident, int delta);
+  void hold(StoredIncident stored);
   void append_log(const std::string& json);
   void log_revision(const StoredIncident& stored);
   void compact_log();
   void evict();
-  std::size_t capacity_;
+  IncidentStoreLimits limits_;
   std::string log_path_;
   std::uint64_t next_order_ = 1;
   std::uint64_t log_bytes_ = 0;
+  std::size_t bytes_ = 0;
   std::unordered_map<std::string, StoredIncident> by_id_;
   std::unordered_map<std::string, std::uint32_t> logged_;  // the newest revision of each id in the log
   mutable std::mutex counts_mutex_;

@@ -110,6 +110,7 @@ server: {api_token_file: /etc/token, external_url: "http://x"}
 redaction: {defaults: false, patterns: ["secret=(\\S+)"], max_evidence_lines: 5}
 queue_capacity: 50
 max_incidents: 20
+max_incident_bytes: 2MiB
 sinks:
   - name: am
     format: alertmanager
@@ -169,6 +170,7 @@ sinks:
   CHECK(c.redaction.max_evidence_lines == 5);
   CHECK(c.queue_capacity == 50);
   CHECK(c.max_incidents == 20);
+  CHECK(c.max_incident_bytes == 2u << 20);
   REQUIRE(c.sinks.size() == 1);
   CHECK(c.sinks[0].name == "am");
   CHECK(c.sinks[0].format == WebhookFormat::alertmanager);
@@ -190,7 +192,7 @@ TEST_CASE("unknown keys are errors at the key, at every level") {
   CHECK(only_error(load("colour: blue\n")) == "1:1: config: unknown key 'colour' (known: node_name, utc_offset, state_dir, "
                                               "listen, output, log, rules, sources, tail, pipeline, fingerprints, "
                                               "checkpoint_interval, shutdown_timeout, server, redaction, "
-                                              "queue_capacity, max_incidents, sinks)");
+                                              "queue_capacity, max_incidents, max_incident_bytes, sinks)");
   CHECK(has_error_at(load("log:\n  lvl: info\n"), 2, 3, "log: unknown key 'lvl'"));
   CHECK(has_error_at(load("tail:\n  rescan: 1s\n"), 2, 3, "tail: unknown key 'rescan'"));
   CHECK(has_error_at(load("sources:\n  - paths: [a]\n    formt: raw\n"), 3, 5, "sources[0]: unknown key 'formt'"));
@@ -249,6 +251,7 @@ TEST_CASE("bad durations and sizes are errors at the value") {
   CHECK(has_error_at(load("tail:\n  partial_line_timeout: -1s\n"), 2, 25, "bad duration"));
   CHECK(has_error_at(load("tail:\n  read_chunk: 64 KB\n"), 2, 15, "bad size '64 KB'"));
   CHECK(has_error_at(load("tail:\n  read_chunk: 100\n"), 2, 15, "must be at least 4096 bytes"));
+  CHECK(has_error_at(load("max_incident_bytes: 1KiB\n"), 1, 21, "must be at least 65536 bytes"));
   CHECK(has_error_at(load("sinks:\n  - url: http://a\n    timeout: soon\n"), 3, 14, "bad duration 'soon'"));
   CHECK(load("shutdown_timeout: 0s\n").ok());  // zero allowed where it means "none"
 }

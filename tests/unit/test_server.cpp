@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 namespace {
 
 struct Api {
-  IncidentStore store{1000};
+  IncidentStore store;
   Metrics metrics;
   ApiContext ctx;
   std::vector<ReadinessItem> ready{{"rules", true, "3 rules"}, {"sources", true, ""}};

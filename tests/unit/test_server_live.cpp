@@ -23,7 +23,7 @@ namespace {
 // The serving side of the daemon, as `faultline run` wires it.
 struct Serving {
   explicit Serving(ServerOptions options, std::string state = {})
-      : status(state), store(1000, state.empty() ? "" : state + "/incidents.jsonl"),
+      : status(state), store({}, state.empty() ? "" : state + "/incidents.jsonl"),
         dispatcher({}, io, metrics, store), server(std::move(options), context(), io, metrics) {}
   ApiContext context() {
     ApiContext api;

@@ -49,7 +49,7 @@ SinkConfig sink(const std::string& name, const std::string& url) {
 struct Rig {
   explicit Rig(std::string dir, DispatcherOptions options = {})
       : state(std::move(dir)),
-        store(1000, state + "/incidents.jsonl"),
+        store({}, state + "/incidents.jsonl"),
         dispatcher(std::move(options), io, metrics, store) {}
   ~Rig() { stop(Duration::zero()); }
 

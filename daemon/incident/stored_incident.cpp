@@ -1,0 +1,42 @@
+// A stored incident (incident_view.hpp): its summary, the whole revision read back from its JSON, and an estimate of
+// the memory it holds.
+#include "faultline/incident_view.hpp"
+
+namespace faultline {
+namespace {
+// What a string holds beyond its own object: nothing while it fits the small-string buffer.
+std::size_t heap_bytes(const std::string& s) {
+  return s.capacity() > std::string().capacity() ? s.capacity() + 1 : 0;
+}
+}  // namespace
+
+IncidentSummary IncidentSummary::of(const Incident& incident) {
+  return {incident.id,        incident.revision,  incident.status,       incident.rule,
+          incident.severity,  incident.last_seen, incident.caused_by,    incident.stream_labels};
+}
+
+Incident StoredIncident::incident() const {
+  if (auto parsed = incident_from_json(json)) return std::move(*parsed);
+  // Not reached for JSON the store wrote or read back whole; the summary still says what the incident is.
+  Incident out;
+  out.id = summary.id;
+  out.revision = summary.revision;
+  out.status = summary.status;
+  out.rule = summary.rule;
+  out.severity = summary.severity;
+  out.last_seen = summary.last_seen;
+  out.caused_by = summary.caused_by;
+  out.stream_labels = summary.stream_labels;
+  return out;
+}
+
+std::size_t StoredIncident::bytes() const {
+  std::size_t n = sizeof(StoredIncident) + heap_bytes(json) + heap_bytes(summary.id) + heap_bytes(summary.rule);
+  if (summary.caused_by) n += heap_bytes(*summary.caused_by);
+  n += summary.stream_labels.capacity() * sizeof(Fields::value_type);
+  for (const auto& [key, value] : summary.stream_labels) n += heap_bytes(key) + heap_bytes(value);
+  n += history.entries().capacity() * sizeof(RevisionEntry);
+  return n;
+}
+
+}  // namespace faultline
