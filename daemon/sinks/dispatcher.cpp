@@ -90,7 +90,9 @@ struct Dispatcher::Impl {
       if (redactor) redactor->apply(incident);
       auto accepted = store.accept(incident, false);
       if (accepted == IncidentStore::Accept::duplicate) continue;  // already seen (a replay after restart)
-      if (accepted == IncidentStore::Accept::added) metrics.incidents(incident.rule, incident.severity).Increment();
+      // A new incident is its first revision; a later one the store did not hold was let go by its bounds.
+      if (accepted == IncidentStore::Accept::added && incident.revision == 1)
+        metrics.incidents(incident.rule, incident.severity).Increment();
       fresh.push_back(incident.id);
       for (auto& e : sinks) {
         try {

@@ -61,13 +61,13 @@ Result<void> IncidentStore::open() {
       auto inc = incident_from_json(line);
       if (!inc) continue;  // a torn last line after a crash; the rest is still good
       auto it = by_id_.find(inc->id);
-      if (it != by_id_.end() && it->second.summary.revision >= inc->revision) continue;
+      if (it != by_id_.end() && it->second.stored.summary.revision >= inc->revision) continue;
       RevisionHistory history;
       if (auto p = pending.find(inc->id); p != pending.end()) {
         history = std::move(p->second);
         pending.erase(p);
       } else if (it != by_id_.end()) {
-        history = std::move(it->second.history);
+        history = std::move(it->second.stored.history);
       }
       history.record(*inc);
       logged_[inc->id] = inc->revision;
@@ -124,10 +124,10 @@ IncidentStore::Accept IncidentStore::accept(const Incident& incident, bool persi
   auto it = by_id_.find(incident.id);
   Accept result = Accept::added;
   if (it != by_id_.end()) {
-    if (it->second.summary.revision >= incident.revision) return Accept::duplicate;
+    if (it->second.stored.summary.revision >= incident.revision) return Accept::duplicate;
     result = Accept::updated;
   }
-  RevisionHistory history = it != by_id_.end() ? std::move(it->second.history) : RevisionHistory{};
+  RevisionHistory history = it != by_id_.end() ? std::move(it->second.stored.history) : RevisionHistory{};
   history.record(incident);
   StoredIncident s{IncidentSummary::of(incident), to_json(incident), next_order_++, std::move(history)};
   if (persist) log_revision(s);
@@ -141,15 +141,16 @@ void IncidentStore::hold(StoredIncident s) {
   s.json.shrink_to_fit();
   auto it = by_id_.find(s.summary.id);
   if (it != by_id_.end()) {
-    count(it->second.summary, -1);
-    bytes_ -= entry_bytes(it->first, it->second);
-    it->second = std::move(s);
+    count(it->second.stored.summary, -1);
+    bytes_ -= it->second.bytes;
+    it->second.stored = std::move(s);
   } else {
     std::string id = s.summary.id;
-    it = by_id_.emplace(std::move(id), std::move(s)).first;
+    it = by_id_.emplace(std::move(id), Held{std::move(s)}).first;
   }
-  count(it->second.summary, +1);
-  bytes_ += entry_bytes(it->first, it->second);
+  count(it->second.stored.summary, +1);
+  it->second.bytes = entry_bytes(it->first, it->second.stored);
+  bytes_ += it->second.bytes;
 }
 
 void IncidentStore::append_log(const std::string& json) {
@@ -166,7 +167,7 @@ void IncidentStore::compact_log() {
   if (log_path_.empty()) return;
   std::vector<const StoredIncident*> all;
   all.reserve(by_id_.size());
-  for (const auto& [id, s] : by_id_) all.push_back(&s);
+  for (const auto& [id, held] : by_id_) all.push_back(&held.stored);
   std::sort(all.begin(), all.end(), [](auto* a, auto* b) { return a->order < b->order; });
   // Written in pieces: the stored lines are already strings, and one string of the whole log (about a megabyte at
   // the default capacity) would leave its buffer at the top of this thread's heap, held after every compaction.
@@ -190,17 +191,19 @@ void IncidentStore::evict() {
   while (by_id_.size() > limits_.incidents || (bytes_ > limits_.bytes && by_id_.size() > 1)) {
     auto victim = by_id_.end();
     for (auto it = by_id_.begin(); it != by_id_.end(); ++it) {
-      if (it->second.order + 1 == next_order_) continue;  // the newest: kept
-      bool resolved = it->second.summary.status == IncidentStatus::resolved;
+      const StoredIncident& s = it->second.stored;
+      if (s.order + 1 == next_order_) continue;  // the newest: kept
+      bool resolved = s.summary.status == IncidentStatus::resolved;
       if (victim == by_id_.end()) {
         victim = it;
         continue;
       }
-      bool vres = victim->second.summary.status == IncidentStatus::resolved;
-      if ((resolved && !vres) || (resolved == vres && it->second.order < victim->second.order)) victim = it;
+      const StoredIncident& v = victim->second.stored;
+      bool vres = v.summary.status == IncidentStatus::resolved;
+      if ((resolved && !vres) || (resolved == vres && s.order < v.order)) victim = it;
     }
-    count(victim->second.summary, -1);
-    bytes_ -= entry_bytes(victim->first, victim->second);
+    count(victim->second.stored.summary, -1);
+    bytes_ -= victim->second.bytes;
     logged_.erase(victim->first);
     by_id_.erase(victim);
   }
@@ -208,12 +211,13 @@ void IncidentStore::evict() {
 
 const StoredIncident* IncidentStore::find(std::string_view id) const {
   auto it = by_id_.find(std::string(id));
-  return it == by_id_.end() ? nullptr : &it->second;
+  return it == by_id_.end() ? nullptr : &it->second.stored;
 }
 
 std::vector<const StoredIncident*> IncidentStore::query(const IncidentQuery& q) const {
   std::vector<const StoredIncident*> out;
-  for (const auto& [id, s] : by_id_) {
+  for (const auto& [id, held] : by_id_) {
+    const StoredIncident& s = held.stored;
     const auto& inc = s.summary;
     if (!q.rules.empty() && std::find(q.rules.begin(), q.rules.end(), inc.rule) == q.rules.end()) continue;
     if (!q.severities.empty() &&
@@ -230,8 +234,8 @@ std::vector<const StoredIncident*> IncidentStore::query(const IncidentQuery& q) 
 
 std::vector<const StoredIncident*> IncidentStore::firing() const {
   std::vector<const StoredIncident*> out;
-  for (const auto& [id, s] : by_id_)
-    if (s.summary.status == IncidentStatus::firing) out.push_back(&s);
+  for (const auto& [id, held] : by_id_)
+    if (held.stored.summary.status == IncidentStatus::firing) out.push_back(&held.stored);
   std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->order < b->order; });
   return out;
 }

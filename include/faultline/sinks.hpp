@@ -299,7 +299,11 @@ class IncidentStore final : public Sink, public IncidentView {
   std::uint64_t next_order_ = 1;
   std::uint64_t log_bytes_ = 0;
   std::size_t bytes_ = 0;
-  std::unordered_map<std::string, StoredIncident> by_id_;
+  struct Held {
+    StoredIncident stored;
+    std::size_t bytes = 0;  // as counted when it was stored: what letting it go gives back
+  };
+  std::unordered_map<std::string, Held> by_id_;
   std::unordered_map<std::string, std::uint32_t> logged_;  // the newest revision of each id in the log
   mutable std::mutex counts_mutex_;
   std::map<std::pair<std::string, Severity>, std::size_t> firing_counts_;

@@ -47,9 +47,9 @@ SinkConfig sink(const std::string& name, const std::string& url) {
 
 // The delivery side of the daemon over one state dir, as `faultline run` wires it.
 struct Rig {
-  explicit Rig(std::string dir, DispatcherOptions options = {})
+  explicit Rig(std::string dir, DispatcherOptions options = {}, IncidentStoreLimits limits = {})
       : state(std::move(dir)),
-        store({}, state + "/incidents.jsonl"),
+        store(limits, state + "/incidents.jsonl"),
         dispatcher(std::move(options), io, metrics, store) {}
   ~Rig() { stop(Duration::zero()); }
 
@@ -349,3 +349,17 @@ TEST_CASE("a sink that fails or throws is counted and does not stop the others",
   CHECK(rig.store.size() == 2);
 }
 
+
+TEST_CASE("an incident the store let go is not counted again when its next revision comes", "[sinks][delivery]") {
+  TempDir tmp;
+  Rig rig(tmp.path, {}, {.incidents = 2});
+  rig.start({});
+  for (const char* id : {"a", "b", "c"}) REQUIRE(rig.dispatcher.submit(make_incident(id, 1)));
+  rig.dispatcher.flush();
+  REQUIRE(rig.store.find("a") == nullptr);  // the oldest, evicted
+  REQUIRE(rig.dispatcher.submit(make_incident("a", 2)));
+  rig.dispatcher.flush();
+  CHECK(rig.store.find("a") != nullptr);
+  CHECK(has(rig.metrics.serialize(),
+            "faultline_incidents_total{rule=\"flashinfer-fmha-unsupported-arch\",severity=\"critical\"} 3"));
+}

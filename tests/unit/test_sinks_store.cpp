@@ -407,6 +407,23 @@ TEST_CASE("incident store: a byte bound evicts resolved incidents first, oldest 
   CHECK(st.bytes() < 4096);
 }
 
+TEST_CASE("incident store: a new revision gives back what the one it replaces counted", "[sinks]") {
+  IncidentStore st({.incidents = 1000, .bytes = 64 << 10});
+  for (int i = 0; i < 5; ++i) st.accept(with_evidence("r-" + std::to_string(i), IncidentStatus::firing, 12, 150));
+  const std::size_t first = st.bytes();
+  // Count updates, the history full after 40: what is held stops growing, and nothing is evicted.
+  for (std::uint32_t revision = 2; revision <= 500; ++revision) {
+    for (int i = 0; i < 5; ++i) {
+      Incident inc = with_evidence("r-" + std::to_string(i), IncidentStatus::firing, 12, 150);
+      inc.revision = revision;
+      inc.count = revision;
+      REQUIRE(st.accept(inc) == IncidentStore::Accept::updated);
+    }
+    REQUIRE(st.size() == 5);
+  }
+  CHECK(st.bytes() < first + 5 * (RevisionHistory::kMaxEntries * sizeof(RevisionEntry) + 512));
+}
+
 TEST_CASE("incident store: each incident is held once, as its JSON and a summary; the whole revision reads back",
           "[sinks]") {
   IncidentStore st;
@@ -436,7 +453,13 @@ TEST_CASE("incident store: its byte count is the memory it holds", "[sinks]") {
   const auto before = mallinfo2().uordblks;
   {
     IncidentStore st({.incidents = 1000, .bytes = 1u << 30});
-    for (const auto& inc : incidents) st.accept(inc);
+    for (auto inc : incidents) {  // some with revisions, so that histories are held too
+      for (std::uint32_t revision = 1; revision <= 1 + inc.evidence.size() % 7; ++revision) {
+        inc.revision = revision;
+        inc.count = revision;
+        st.accept(inc);
+      }
+    }
     const double used = static_cast<double>(mallinfo2().uordblks - before);
     INFO("store says " << st.bytes() << " bytes, malloc counts " << used);
     CHECK(static_cast<double>(st.bytes()) > 0.85 * used);
