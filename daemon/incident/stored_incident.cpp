@@ -11,8 +11,8 @@ std::size_t heap_bytes(const std::string& s) {
 }  // namespace
 
 IncidentSummary IncidentSummary::of(const Incident& incident) {
-  return {incident.id,        incident.revision,  incident.status,       incident.rule,
-          incident.severity,  incident.last_seen, incident.caused_by,    incident.stream_labels};
+  return {incident.id,       incident.revision,  incident.status,    incident.rule,
+          incident.severity, incident.last_seen, incident.caused_by, incident.stream_labels};
 }
 
 Incident StoredIncident::incident() const {

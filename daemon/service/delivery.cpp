@@ -36,7 +36,8 @@ struct Delivery::Parts {
   Parts(std::shared_ptr<Metrics> m, const Config& config, const std::string& state_dir, DispatcherOptions options)
       : metrics(std::move(m)),
         status(state_dir),
-        store({config.max_incidents, config.max_incident_bytes}, state_dir.empty() ? "" : state_dir + "/incidents.jsonl"),
+        store({config.max_incidents, config.max_incident_bytes},
+              state_dir.empty() ? "" : state_dir + "/incidents.jsonl"),
         dispatcher(std::move(options), io, *metrics, store) {}
 
   void stop(Duration grace) {
