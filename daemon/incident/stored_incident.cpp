@@ -15,20 +15,7 @@ IncidentSummary IncidentSummary::of(const Incident& incident) {
           incident.severity, incident.last_seen, incident.caused_by, incident.stream_labels};
 }
 
-Incident StoredIncident::incident() const {
-  if (auto parsed = incident_from_json(json)) return std::move(*parsed);
-  // Not reached for JSON the store wrote or read back whole; the summary still says what the incident is.
-  Incident out;
-  out.id = summary.id;
-  out.revision = summary.revision;
-  out.status = summary.status;
-  out.rule = summary.rule;
-  out.severity = summary.severity;
-  out.last_seen = summary.last_seen;
-  out.caused_by = summary.caused_by;
-  out.stream_labels = summary.stream_labels;
-  return out;
-}
+std::optional<Incident> StoredIncident::incident() const { return incident_from_json(json); }
 
 std::size_t StoredIncident::bytes() const {
   std::size_t n = sizeof(StoredIncident) + heap_bytes(json) + heap_bytes(summary.id) + heap_bytes(summary.rule);

@@ -143,7 +143,9 @@ bool matches(const StoredIncident& s, const ListQuery& q) {
     if (!have || *have != value) return false;
   }
   if (q.caused_by && s.summary.caused_by != q.caused_by) return false;
-  return q.text.empty() || contains_text(s.incident(), q.text);  // the evidence and texts: read from the JSON
+  if (q.text.empty()) return true;
+  const auto incident = s.incident();  // the evidence and texts: read from the JSON
+  return incident && contains_text(*incident, q.text);
 }
 
 // Each root cause (an incident explained by none in the list) followed by the incidents it explains, newest first

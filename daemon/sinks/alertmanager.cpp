@@ -104,10 +104,10 @@ class AlertmanagerPayload final : public sinks_detail::Payload {
     std::string payload = "[";
     std::size_t n = 0;
     for (const auto* s : incidents_->firing()) {
-      const Incident incident = s->incident();
-      if (!taken(incident)) continue;
+      const auto incident = s->incident();
+      if (!incident || !taken(*incident)) continue;
       if (n++) payload += ',';
-      payload += alertmanager_alert(incident, context_, sys(now));
+      payload += alertmanager_alert(*incident, context_, sys(now));
     }
     payload += "]";
     if (n == 0) return std::nullopt;

@@ -79,7 +79,8 @@ struct StoredIncident {
   std::uint64_t order;  // grows with every update; newest first in queries
   RevisionHistory history{};
 
-  Incident incident() const;  // parsed from `json` (no read_at)
+  // Parsed from `json` (no read_at); nullopt only if the JSON does not parse, which the store's own never fails to.
+  std::optional<Incident> incident() const;
   std::size_t bytes() const;  // the memory it holds, heap included (an estimate), for the store's byte bound
 };
 
