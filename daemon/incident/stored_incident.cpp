@@ -3,13 +3,6 @@
 #include "faultline/incident_view.hpp"
 
 namespace faultline {
-namespace {
-// What a string holds beyond its own object: nothing while it fits the small-string buffer.
-std::size_t heap_bytes(const std::string& s) {
-  return s.capacity() > std::string().capacity() ? s.capacity() + 1 : 0;
-}
-}  // namespace
-
 IncidentSummary IncidentSummary::of(const Incident& incident) {
   return {incident.id,       incident.revision,  incident.status,    incident.rule,
           incident.severity, incident.last_seen, incident.caused_by, incident.stream_labels};

@@ -33,8 +33,7 @@ std::string history_line(const std::string& id, const RevisionHistory& history) 
 // A stored incident's place in the store: its map node (key, value, hash, link) and its entry in logged_.
 std::size_t entry_bytes(const std::string& id, const StoredIncident& s) {
   constexpr std::size_t kNodes = 2 * (2 * sizeof(void*) + sizeof(std::string)) + sizeof(std::uint32_t);
-  const std::size_t key = id.capacity() > std::string().capacity() ? id.capacity() + 1 : 0;
-  return s.bytes() + kNodes + 2 * key;
+  return s.bytes() + kNodes + 2 * heap_bytes(id);
 }
 }  // namespace
 

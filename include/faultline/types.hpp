@@ -99,6 +99,12 @@ std::string sanitize_utf8(std::string_view text);
 // Whether sanitize_utf8 would return `text` unchanged.
 bool is_valid_utf8(std::string_view text);
 
+// The heap memory a string holds beyond its own object (its buffer and terminator); 0 while it fits the small-string
+// buffer. For byte bounds on what a container keeps.
+inline std::size_t heap_bytes(const std::string& s) {
+  return s.capacity() > std::string().capacity() ? s.capacity() + 1 : 0;
+}
+
 // What a message may echo of a value the user gave (a pattern, a key, a URL): the text itself when it is at most
 // `max` bytes, else its first `max` bytes (cut at a UTF-8 boundary) and "… (N bytes)". Every diagnostic and error
 // that repeats user input goes through this, so a 1 MB pattern never becomes 1 MB of error text.
