@@ -135,16 +135,7 @@ struct Correlator::Impl {
     call.line = last_hit_line = meta.line;
     bool counted = machine.apply(s, h, hit.record, call);
     if (!counted && (r.tolerance.lines > 0 || r.tolerance.time.count() > 0)) {
-      // Remember it: it may be the early half of an out-of-order pair.
-      // The oldest goes when there are enough; its strings' capacity takes this one.
-      RecentHit slot;
-      while (s.recent.size() >= kRecentHits) {
-        if (trace) machine.explain_not_counted(s, s.recent.front(), true);
-        slot = std::move(s.recent.front());
-        s.recent.pop_front();
-      }
-      slot = h;
-      s.recent.push_back(std::move(slot));
+      machine.remember_early(s, h);
     } else if (!counted && trace) {
       machine.explain_not_counted(s, h, false);
     }

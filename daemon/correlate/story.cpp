@@ -288,6 +288,30 @@ std::string StoryMachine::tolerance_text(const Rule& r) const {
   return out + ", time: " + (r.tolerance.time.count() ? format_duration(r.tolerance.time) : std::string("any"));
 }
 
+void StoryMachine::remember_early(Story& s, const RecentHit& h) {
+  const Rule& r = rules_[s.rule];
+  if (r.tolerance.lines > 0) {
+    auto out_of_reach = [&](const RecentHit& e) {
+      if (e.stream != h.stream || h.line <= e.line + r.tolerance.lines) return false;
+      if (trace_ && !e.explained) {
+        trace_("line " + std::to_string(e.line) + ": " + r.id + "/" + r.events[e.event].name +
+               " matched, not counted: it waited in [" + s.key + "] for an earlier step, which did not complete " +
+               "within the rule's tolerance (" + tolerance_text(r) + ")");
+      }
+      return true;
+    };
+    s.recent.erase(std::remove_if(s.recent.begin(), s.recent.end(), out_of_reach), s.recent.end());
+  }
+  RecentHit slot;  // the oldest one's strings keep their capacity for this one
+  while (s.recent.size() >= kRecentHits) {
+    if (trace_) explain_not_counted(s, s.recent.front(), true);
+    slot = std::move(s.recent.front());
+    s.recent.erase(s.recent.begin());
+  }
+  slot = h;
+  s.recent.push_back(std::move(slot));
+}
+
 void StoryMachine::explain_not_counted(const Story& s, const RecentHit& h, bool forgotten) const {
   const Rule& r = rules_[s.rule];
   const EventPattern& ev = r.events[h.event];

@@ -4,8 +4,8 @@
 // incident through the IncidentBook. Pipeline thread only.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -52,9 +52,35 @@ class EventSet {
   std::vector<bool> bits_;
 };
 
+// The times of a step's latest hits, oldest first. Allocates nothing until a time goes in: every step of every live
+// story has one, and most are never used (a std::deque allocates ~600 bytes as it is made).
+class TimeQueue {
+ public:
+  bool empty() const { return head_ == times_.size(); }
+  std::size_t size() const { return times_.size() - head_; }
+  Time front() const { return times_[head_]; }
+  void push_back(Time t) { times_.push_back(t); }
+  // Amortised O(1): the spent front is cut off once it is half the vector.
+  void pop_front() {
+    if (++head_ * 2 < times_.size()) return;
+    times_.erase(times_.begin(), times_.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
+  }
+  void clear() {
+    times_.clear();
+    head_ = 0;
+  }
+  std::vector<Time>::const_iterator begin() const { return times_.begin() + static_cast<std::ptrdiff_t>(head_); }
+  std::vector<Time>::const_iterator end() const { return times_.end(); }
+
+ private:
+  std::vector<Time> times_;
+  std::size_t head_ = 0;
+};
+
 struct StepState {
   std::uint32_t hits = 0;
-  std::deque<Time> times;  // for count + within
+  TimeQueue times;  // for count + within
   std::vector<EvidenceLine> lines;
 };
 
@@ -70,7 +96,7 @@ struct Story {
   EventSet seen_events;
   Fields fields;
   std::vector<EvidenceLine> context;  // context lines of decisive hits
-  std::deque<RecentHit> recent;
+  std::vector<RecentHit> recent;      // oldest first, at most kRecentHits; tolerant rules only
   std::string first_decisive;         // "instance@offset:line" of the first hit that counted
   Time first_decisive_time{};
   std::optional<Severity> raised;     // severity this story raised its incident at
@@ -153,6 +179,11 @@ class StoryMachine {
   void complete_absences(StoryTable& table, Call& call);
   // "instance@offset:line" of a hit: the part of an incident id that tells occurrences apart.
   std::string position_of(const RecentHit& h);
+
+  // Remembers `h`, a hit of a tolerant rule that did not count: it may be the early half of an out-of-order pair.
+  // Hits of its stream that lie more lines behind it than the rule's tolerance are forgotten first (no completion
+  // can take them any more), then the oldest while kRecentHits are kept.
+  void remember_early(Story& s, const RecentHit& h);
 
   // --explain (call only with the trace on): why a hit that apply() did not count never will. `forgotten`: a
   // tolerant rule's memory of early hits was full and this, the oldest, was dropped; otherwise a hit of a later

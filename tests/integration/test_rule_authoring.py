@@ -158,11 +158,24 @@ def test(work):
             "the rule has no tolerance, so an early hit is not taken later"):
         check(want in out, "explain does not say %r:\n%s" % (want, out))
     check(out.count("line 1: tolerant/b matched") == 1, "the out-of-window line is named more than once:\n%s" % out)
-    # More early hits than are remembered for the window: the oldest are dropped, and said so.
+    # An early hit that the next one leaves more lines behind than the tolerance can never be taken: it is forgotten
+    # then, and said so once.
+    reach = work.file("reach.log", "STEP-B early\nfiller\nfiller\nfiller\nfiller\nSTEP-B again\nSTEP-A\n")
+    rc, out = run("scan", "--rules", tolerant, "--explain", reach)
+    check(rc == 1, "scan: exit %d (the second early hit pairs)\n%s" % (rc, out))
+    check(out.count("line 1: tolerant/b matched, not counted: it waited in [") == 1 and
+          "an earlier step, which did not complete within the rule's tolerance (lines: 3, time: any)" in out and
+          "line 6: tolerant/b matched, not counted" not in out,
+          "explain does not say once that the first early hit went out of reach:\n%s" % out)
+    # More early hits than are remembered for the window (a tolerance in time only): the oldest are dropped, and
+    # said so.
+    patient = work.file("patient.yaml", "id: patient\ntitle: p\nseverity: warning\nevents:\n"
+                        "  a: {regex: 'STEP-A'}\n  b: {regex: 'STEP-B'}\nsequence:\n  - event: a\n  - event: b\n"
+                        "tolerance: {time: 1h}\n")
     crowded = work.file("crowded.log", "".join("STEP-B early %d\n" % i for i in range(34)) + "STEP-A\n")
-    rc, out = run("scan", "--rules", tolerant, "--explain", crowded)
-    check("line 1: tolerant/b matched, dropped: more than 32 early hits waited in [" in out and
-          "line 3: tolerant/b matched, dropped" not in out,
+    rc, out = run("scan", "--rules", patient, "--explain", crowded)
+    check("line 1: patient/b matched, dropped: more than 32 early hits waited in [" in out and
+          "line 3: patient/b matched, dropped" not in out,
           "explain does not say which early hits were dropped:\n%s" % out)
 
 

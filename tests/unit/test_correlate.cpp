@@ -2,6 +2,7 @@
 // early warnings, repeats, keys, checkpoints and determinism. Root causes and cascades: test_correlate_causes.cpp.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 
 #include "faultline/correlate.hpp"
@@ -66,6 +67,23 @@ TEST_CASE("tolerance takes a slightly early line as in order", "[correlate]") {
   }
 }
 
+TEST_CASE("an early hit further behind than the tolerance is forgotten, and --explain says so once", "[correlate]") {
+  Harness h(compile_yaml(std::string(kTwoStep) + "tolerance: {lines: 3, time: 5s}\n"));
+  std::vector<std::string> trace;
+  h.pipeline.set_trace([&](const std::string& t) { trace.push_back(t); });
+  // Line 1 is 5 lines behind line 6, the next early hit: no completion can take it any more. Line 6 pairs with 7.
+  h.lines({ts(0, "ERROR beta failed"), ts(0, "x"), ts(0, "y"), ts(0, "z"), ts(0, "w"), ts(1, "ERROR beta failed"),
+           ts(1, "INFO alpha happened")});
+  CHECK(h.of("two-step").size() == 1);
+  auto said = [&](const std::string& what) {
+    return std::count_if(trace.begin(), trace.end(), [&](const std::string& t) { return t.find(what) != t.npos; });
+  };
+  CHECK(said("line 1: two-step/b matched, not counted: it waited in [pod-a] for an earlier step, which did not "
+             "complete within the rule's tolerance (lines: 3, time: 5s)") == 1);
+  CHECK(said("line 1: two-step/b matched, not counted: 6 lines") == 0);
+  CHECK(said("line 6: two-step/b matched, not counted") == 0);
+}
+
 TEST_CASE("a step window that passes expires the story", "[correlate]") {
   Harness h(compile_yaml(kTwoStep));
   h.lines({ts(0, "alpha happened"), ts(120, "beta failed")});
@@ -99,6 +117,17 @@ sequence:
     h.lines({ts(0, "Error: Failed to initialize the TMA descriptor 715"), ts(20, "Error: Failed to initialize the TMA descriptor 715"),
              ts(40, "Error: Failed to initialize the TMA descriptor 715")});
     CHECK(h.of("bursts").empty());
+  }
+  SECTION("a window that slides over many hits fires at the first three inside it") {
+    // One every 6 s for 10 minutes: never three within 10 s (the step's times are dropped as the window slides on).
+    Harness h(rules);
+    for (int i = 0; i < 100; ++i) h.line(ts(6 * i, "Error: Failed to initialize the TMA descriptor " + std::to_string(i)));
+    CHECK(h.of("bursts").empty());
+    h.lines({ts(600, "Error: Failed to initialize the TMA descriptor 600"),
+             ts(601, "Error: Failed to initialize the TMA descriptor 601")});
+    auto inc = h.of("bursts");
+    REQUIRE(inc.size() == 1);
+    CHECK(*find_field(inc[0].fields, "code") == "601");
   }
 }
 
