@@ -167,6 +167,8 @@ void decode_pipeline(Reader& r, const YAML::Node& n, PipelineOptions& p) {
             {
                 {"batch_bytes", size(r, p.batch_bytes, "pipeline.batch_bytes", 4096)},
                 {"max_stories", r.integer(p.correlator.max_stories, "pipeline.max_stories", 1)},
+                {"max_open_incident_bytes",
+                 size(r, p.correlator.max_open_incident_bytes, "pipeline.max_open_incident_bytes", 65536)},
             });
 }
 

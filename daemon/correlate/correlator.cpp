@@ -32,7 +32,8 @@ struct Correlator::Impl {
   Streams streams;
   Time advanced{};  // the latest time advance() was given (the clock of a correlator that saw no line yet)
   Attribution attribution{rules, streams, trace};
-  IncidentBook book{rules, streams, attribution, trace, stats, options.holds_bounded_by_wall};
+  IncidentBook book{rules, streams, attribution, trace, stats, options.holds_bounded_by_wall,
+                    options.max_open_incident_bytes};
   StoryTable stories{rules, streams, stats, options.max_stories};
   StoryMachine machine{rules, streams, book, trace};
   bool has_absence = false;  // some rule has an absence step

@@ -32,7 +32,10 @@ void IncidentBook::raise(Story& s, Severity severity, bool completion, Time at, 
     if (completion && !escalation) {
       if (!oi.boundary && at - oi.last_completion < kRepeatGap && severity <= oi.incident.severity) {
         if (trace_) trace_("  " + r.id + ": same occurrence printed again");
-        oi.incident.last_seen = std::max(oi.incident.last_seen, at);
+        if (at > oi.incident.last_seen) {
+          oi.incident.last_seen = at;
+          schedule(key, oi);  // its quiet period now ends later: the entry for the earlier time is stale
+        }
         s.raised = severity;
         return;
       }
@@ -49,7 +52,9 @@ void IncidentBook::raise(Story& s, Severity severity, bool completion, Time at, 
     oi.incident.read_at = call.read_at;
     if (oi.emitted) ++oi.incident.revision;
     s.raised = max_severity(s.raised.value_or(severity), severity);
+    recount(it->first, oi);
     emit(oi, call);
+    keep_within_bound(key, call);
     return;
   }
   OpenIncident oi;
@@ -76,8 +81,10 @@ void IncidentBook::raise(Story& s, Severity severity, bool completion, Time at, 
   s.raised = severity;
   hold_if_needed(oi, s, at, call);
   if (oi.hold.held) ++held_;
+  if (it != open_.end()) bytes_ -= it->second.bytes;  // a resolved incident of the key gives way
   auto [pos, inserted] = open_.insert_or_assign(key, std::move(oi));
   OpenIncident& stored = pos->second;
+  recount(pos->first, stored);
   schedule(key, stored);
   attribution_.remember(stored.incident, stored.rule, stored.stream);
   if (!stored.hold.held) {
@@ -85,6 +92,7 @@ void IncidentBook::raise(Story& s, Severity severity, bool completion, Time at, 
     emit(stored, call);
   }
   if (!r.cascade.enabled) root_cause_arrived();
+  keep_within_bound(key, call);
 }
 
 // A root cause arriving now may explain cascade incidents held on related streams.
@@ -152,7 +160,9 @@ void IncidentBook::late_evidence(const Story& s, const EvidenceLine& line, Call&
   for (const auto& [k, v] : s.fields) set_field(oi.incident.fields, k, v);
   oi.incident.evidence = merge_evidence(oi.incident.evidence, line);
   fill_texts(oi.incident, r);
+  recount(it->first, oi);
   if (!missing_optional(s, r)) release(oi, "evidence complete", call);
+  keep_within_bound(it->first, call);
 }
 
 void IncidentBook::release(OpenIncident& oi, const char* why, Call& call) {
@@ -247,7 +257,7 @@ void IncidentBook::expire_by(Time bound, ClockOf&& clock_of, Call& call) {
       resolve(oi, due, "quiet", call);
     }
     if (oi.hold.held && held_ > 0) --held_;
-    open_.erase(it);
+    forget(it);
   }
 }
 
@@ -288,9 +298,52 @@ void IncidentBook::rekey(const std::map<std::string, std::uint32_t>& new_index) 
 void IncidentBook::rebuild_index() {
   expiry_.clear();
   held_ = 0;
-  for (const auto& [k, oi] : open_) {
+  bytes_ = 0;
+  for (auto& [k, oi] : open_) {
     schedule(k, oi);
     if (oi.hold.held) ++held_;
+    oi.bytes = 0;
+    recount(k, oi);
+  }
+}
+
+void IncidentBook::recount(const StoryKey& key, OpenIncident& oi) {
+  // The map's node (key, value and its links) and the expiry entry that points at it, beside what both hold.
+  constexpr std::size_t kNodes = sizeof(Map::value_type) + 4 * sizeof(void*) + sizeof(decltype(expiry_)::value_type) +
+                                 4 * sizeof(void*);
+  bytes_ -= oi.bytes;
+  oi.bytes = kNodes + 2 * heap_bytes(key.key) + heap_bytes(oi.incident);
+  bytes_ += oi.bytes;
+}
+
+IncidentBook::Map::iterator IncidentBook::forget(Map::iterator it) {
+  bytes_ -= it->second.bytes;
+  return open_.erase(it);
+}
+
+void IncidentBook::keep_within_bound(const StoryKey& keep, Call& call) {
+  if (bytes_ <= max_bytes_) return;
+  // Resolved incidents are kept only so that their quiet period ends in order: nothing reads them any more.
+  for (auto it = open_.begin(); bytes_ > max_bytes_ && it != open_.end();) {
+    const bool resolved = it->second.incident.status == IncidentStatus::resolved && !it->second.hold.held;
+    it = resolved && !(it->first == keep) ? forget(it) : std::next(it);
+  }
+  // Then firing ones, in the order their quiet periods end (an entry for an incident seen since is stale: skipped).
+  for (auto e = expiry_.begin(); bytes_ > max_bytes_ && e != expiry_.end();) {
+    auto it = open_.find(e->second);
+    if (it == open_.end()) {
+      e = expiry_.erase(e);
+      continue;
+    }
+    OpenIncident& oi = it->second;
+    if (oi.hold.held || it->first == keep || e->first != oi.incident.last_seen + rules_[oi.rule].lifetime.quiet) {
+      ++e;
+      continue;
+    }
+    e = expiry_.erase(e);
+    resolve(oi, oi.incident.last_seen, "the open incidents reached their bound", call);
+    ++stats_.incidents_resolved_early;
+    forget(it);
   }
 }
 

@@ -1,7 +1,8 @@
 // incident_book: the open incident of each (rule, key). Stories raise it and revise it (repeats, escalations, late
 // evidence); it is held while optional evidence may still arrive (tolerance) or while a root cause may still be
 // printed (cascade), released by line count or event time; it resolves on a resolve event or after its quiet
-// period, and is then forgotten. Every revision that goes out is appended to the call's output. Pipeline thread only.
+// period, and is then forgotten. What the book holds is bounded in bytes: beyond the bound a firing incident is
+// resolved early. Every revision that goes out is appended to the call's output. Pipeline thread only.
 #pragma once
 
 #include <cstdint>
@@ -42,17 +43,19 @@ struct OpenIncident {
   std::uint32_t stream = 0;
   Time last_completion{};
   bool boundary = false;  // a reset or a new instance happened since the last completion
+  std::size_t bytes = 0;  // what the book counted for it when it last changed
 };
 
 class IncidentBook {
  public:
   using Map = std::map<StoryKey, OpenIncident, StoryKeyOrder>;  // ordered: deterministic release
 
-  // `wall_bound`: holds also end when their duration passed on the steady clock (live sources).
+  // `wall_bound`: holds also end when their duration passed on the steady clock (live sources). `max_bytes`: what
+  // the open incidents may hold (CorrelatorOptions::max_open_incident_bytes).
   IncidentBook(const ActiveRules& rules, Streams& streams, Attribution& attribution, const Trace& trace,
-               CorrelatorStats& stats, bool wall_bound)
+               CorrelatorStats& stats, bool wall_bound, std::size_t max_bytes)
       : rules_(rules), streams_(streams), attribution_(attribution), trace_(trace), stats_(stats),
-        wall_bound_(wall_bound) {}
+        wall_bound_(wall_bound), max_bytes_(max_bytes) {}
 
   // Raises or revises the open incident of story `s` at `severity`; `completion` counts a full fingerprint.
   void raise(Story& s, Severity severity, bool completion, Time at, Call& call);
@@ -84,7 +87,7 @@ class IncidentBook {
   void put(StoryKey key, OpenIncident oi) { open_[std::move(key)] = std::move(oi); }
   // After a reload: incidents survive by rule id (they are facts already reported), under their rule's new index.
   void rekey(const std::map<std::string, std::uint32_t>& new_index);
-  // Rebuilds the expiry index and the held count (after a reload or a restore).
+  // Rebuilds the expiry index, the held count and the byte count (after a reload or a restore).
   void rebuild_index();
   const Map& all() const { return open_; }
 
@@ -92,6 +95,13 @@ class IncidentBook {
   void release(OpenIncident& oi, const char* why, Call& call);
   void emit(OpenIncident& oi, Call& call);
   void schedule(const StoryKey& key, const OpenIncident& oi);
+  // Counts `oi` (of `key`) again after it changed.
+  void recount(const StoryKey& key, OpenIncident& oi);
+  // Forgets `it` (its bytes with it).
+  Map::iterator forget(Map::iterator it);
+  // Brings the book within its byte bound: resolved incidents are forgotten first, then firing ones are resolved
+  // early, the one due to go quiet soonest first. Held incidents and `keep` (the one just raised or revised) stay.
+  void keep_within_bound(const StoryKey& keep, Call& call);
   void attribute(OpenIncident& oi) { attribution_.attribute(oi.incident, oi.rule, oi.stream); }
   void hold_if_needed(OpenIncident& oi, const Story& s, Time at, const Call& call);
   bool hold_passed(const OpenIncident& oi, Time now, const Call& call) const;
@@ -111,6 +121,8 @@ class IncidentBook {
   Map open_;
   std::multimap<Time, StoryKey> expiry_;  // when an open incident may go quiet → its key
   std::size_t held_ = 0;                  // open incidents currently held
+  std::size_t max_bytes_;
+  std::size_t bytes_ = 0;  // the sum of the open incidents' `bytes`
 };
 
 }  // namespace faultline::correlate

@@ -60,6 +60,7 @@ void TotalsCollector::collect() {
     if (s.lag_bytes) m.lag_bytes.Set(static_cast<double>(*s.lag_bytes));
   }
   raise_to(metrics_.stories_dropped(), t.stories_dropped);
+  raise_to(metrics_.incidents_resolved_early(), t.incidents_resolved_early);
   raise_to(metrics_.timestamps_rejected_future(), t.timestamps_rejected_future);
   raise_to(metrics_.stream_clock_resets(), t.stream_clock_resets);
   metrics_.fingerprints_distinct().Set(static_cast<double>(t.fingerprints_distinct));

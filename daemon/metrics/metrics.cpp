@@ -109,6 +109,11 @@ Metrics::Metrics(std::string_view version) : registry_(std::make_shared<promethe
                                 .Name("faultline_stories_dropped_total")
                                 .Help("Correlation state machines dropped at the configured bound.")
                                 .Register(r);
+  incidents_resolved_early_total_ =
+      &BuildCounter()
+           .Name("faultline_incidents_resolved_early_total")
+           .Help("Firing incidents resolved before their quiet period because the open incidents reached their bound.")
+           .Register(r);
   incident_queue_length_family_ = &BuildGauge()
                                        .Name("faultline_incident_queue_length")
                                        .Help("Incident revisions waiting between the pipeline and the outputs.")
@@ -175,6 +180,7 @@ Metrics::Metrics(std::string_view version) : registry_(std::make_shared<promethe
                                                   10, 30, 60, 300});
   rules_loaded_ = &rules_loaded_family_->Add({});
   stories_dropped_ = &stories_dropped_total_->Add({});
+  incidents_resolved_early_ = &incidents_resolved_early_total_->Add({});
   incident_queue_length_ = &incident_queue_length_family_->Add({});
   checkpoint_age_ = &checkpoint_age_seconds_->Add({});
   last_reload_success_ts_ = &last_reload_success_->Add({});

@@ -52,6 +52,7 @@ PipelineTotals gather_totals(const StreamAdapter& adapter, const Tailer& tailer,
   if (lag)
     for (const auto& [source, bytes] : tailer.lag_by_source()) totals_of(out.sources, source).lag_bytes = bytes;
   out.stories_dropped = pipeline.correlator_stats().stories_dropped;
+  out.incidents_resolved_early = pipeline.correlator_stats().incidents_resolved_early;
   out.timestamps_rejected_future = pipeline.correlator_stats().times_rejected_future;
   out.stream_clock_resets = pipeline.correlator_stats().times_went_back;
   const DetectorStats& d = pipeline.detector().stats();

@@ -45,6 +45,10 @@ namespace faultline {
 
 struct CorrelatorOptions {
   std::size_t max_stories = 100000;  // live state machines; the oldest idle one is dropped beyond this (counted)
+  // What the open incidents may hold (their text and evidence, as heap_bytes counts it). Beyond it, incidents already
+  // resolved are forgotten first, then firing ones are resolved early, the one due to go quiet soonest first
+  // (counted); held incidents and the one just raised or revised are kept.
+  std::size_t max_open_incident_bytes = std::size_t{16} << 20;
   // Stamps Incident::read_at (the incident latency metric starts there); its wall time bounds the times lines may
   // give their stream's clock (see event_clock.hpp). Must outlive the correlator.
   const Clock* clock = &SystemClock::instance();
@@ -58,6 +62,7 @@ struct CorrelatorStats {
   std::uint64_t hits = 0;
   std::uint64_t incidents = 0;        // revisions emitted
   std::uint64_t stories_dropped = 0;  // state machines shed at max_stories
+  std::uint64_t incidents_resolved_early = 0;  // firing incidents resolved at max_open_incident_bytes
   std::uint64_t times_rejected_future = 0;  // lines dated too far ahead of the wall clock: kept their stream's time
   std::uint64_t times_went_back = 0;        // lines far before their stream's time: a new epoch of the stream
 };

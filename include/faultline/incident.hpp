@@ -79,6 +79,10 @@ std::string to_json(const Incident& incident);
 // Parses what to_json wrote. Returns nullopt and sets `error` on malformed input.
 std::optional<Incident> incident_from_json(std::string_view json, std::string* error = nullptr);
 
+// The heap memory an incident holds beyond its own object: its strings, fields, labels and evidence (buffers as
+// allocated, not allocator overhead). For byte bounds on what keeps incidents.
+std::size_t heap_bytes(const Incident& incident);
+
 // Stable 16-hex-digit id from its inputs (FNV-1a 64 over the parts joined by NUL).
 std::string make_incident_id(std::string_view rule, std::string_view logical_key, std::string_view first_line);
 

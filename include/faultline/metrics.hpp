@@ -90,6 +90,7 @@ class Metrics {
   prometheus::Histogram& incident_latency() { return *incident_latency_; }
   prometheus::Gauge& rules_loaded() { return *rules_loaded_; }
   prometheus::Counter& stories_dropped() { return *stories_dropped_; }
+  prometheus::Counter& incidents_resolved_early() { return *incidents_resolved_early_; }
   prometheus::Gauge& fingerprints_distinct() { return *fingerprints_distinct_; }
   // Failure stories by outcome, indexed like PipelineTotals::failure_stories.
   prometheus::Counter& failure_stories(std::size_t outcome) { return *failure_stories_[outcome]; }
@@ -144,6 +145,7 @@ class Metrics {
   Fam<prometheus::Histogram>* incident_latency_seconds_;
   Fam<prometheus::Gauge>* build_info_;
   Fam<prometheus::Counter>* stories_dropped_total_;
+  Fam<prometheus::Counter>* incidents_resolved_early_total_;
   Fam<prometheus::Gauge>* incident_queue_length_family_;
   Fam<prometheus::Counter>* http_requests_total_;
   Fam<prometheus::Gauge>* files_waiting_family_;
@@ -159,6 +161,7 @@ class Metrics {
   prometheus::Histogram* incident_latency_;
   prometheus::Gauge* rules_loaded_;
   prometheus::Counter* stories_dropped_;
+  prometheus::Counter* incidents_resolved_early_;
   prometheus::Gauge* incident_queue_length_;
   prometheus::Gauge* files_waiting_;
   prometheus::Counter* file_reopens_;
@@ -204,6 +207,7 @@ struct SourceTotals {
 struct PipelineTotals {
   std::vector<SourceTotals> sources;  // one entry per source; a source named twice is summed
   std::uint64_t stories_dropped = 0;
+  std::uint64_t incidents_resolved_early = 0;    // firing incidents resolved at the open incidents' byte bound
   std::uint64_t timestamps_rejected_future = 0;  // lines dated too far ahead of the wall clock
   std::uint64_t stream_clock_resets = 0;         // lines far before their stream's clock: a new epoch of it
   std::uint64_t fingerprints_distinct = 0;  // failure stories' fingerprints in the inventory

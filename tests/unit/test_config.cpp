@@ -103,7 +103,7 @@ tail:
   max_line_bytes: 1MiB
   exclude_self: []
   inotify: false
-pipeline: {batch_bytes: 128KiB, max_stories: 5000}
+pipeline: {batch_bytes: 128KiB, max_stories: 5000, max_open_incident_bytes: 4MiB}
 checkpoint_interval: 1m
 shutdown_timeout: 3s
 server: {api_token_file: /etc/token, external_url: "http://x"}
@@ -163,6 +163,7 @@ sinks:
   CHECK(!c.tail.use_inotify);
   CHECK(c.pipeline.batch_bytes == 128 * 1024);
   CHECK(c.pipeline.correlator.max_stories == 5000);
+  CHECK(c.pipeline.correlator.max_open_incident_bytes == 4u << 20);
   CHECK(c.checkpoint_interval == std::chrono::minutes(1));
   CHECK(c.shutdown_timeout == std::chrono::seconds(3));
   CHECK(c.server.api_token_file == "/etc/token");
@@ -252,6 +253,8 @@ TEST_CASE("bad durations and sizes are errors at the value") {
   CHECK(has_error_at(load("tail:\n  read_chunk: 64 KB\n"), 2, 15, "bad size '64 KB'"));
   CHECK(has_error_at(load("tail:\n  read_chunk: 100\n"), 2, 15, "must be at least 4096 bytes"));
   CHECK(has_error_at(load("max_incident_bytes: 1KiB\n"), 1, 21, "must be at least 65536 bytes"));
+  CHECK(has_error_at(load("pipeline:\n  max_open_incident_bytes: 4KiB\n"), 2, 28,
+                     "pipeline.max_open_incident_bytes: must be at least 65536 bytes"));
   CHECK(has_error_at(load("sinks:\n  - url: http://a\n    timeout: soon\n"), 3, 14, "bad duration 'soon'"));
   CHECK(load("shutdown_timeout: 0s\n").ok());  // zero allowed where it means "none"
 }

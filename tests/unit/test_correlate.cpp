@@ -218,6 +218,18 @@ lifetime: {quiet: 5m, resolve_on: [good]}
     REQUIRE(h.emitted.size() == 3);
     CHECK(h.emitted[2].id != h.emitted[0].id);  // a new incident after resolution
   }
+  SECTION("quiet, counted from the same failure printed again") {
+    // The second line is the same occurrence (within a minute): no revision, but the incident was seen then.
+    Harness h(compile_yaml(yaml));
+    h.lines({ts(0, "link down"), ts(30, "link down")});
+    REQUIRE(h.emitted.size() == 1);
+    h.pipeline.advance(at(301));
+    CHECK(h.emitted.size() == 1);
+    h.pipeline.advance(at(331));
+    REQUIRE(h.emitted.size() == 2);
+    CHECK(h.emitted[1].status == IncidentStatus::resolved);
+    CHECK(h.emitted[1].last_seen == at(330));
+  }
 }
 
 TEST_CASE("a captured field can separate state machines", "[correlate]") {

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <memory>
 
 #include "faultline/clock.hpp"
 #include "faultline/correlate.hpp"
@@ -350,4 +351,62 @@ sequence: [a, b]
   auto loaded = three.pipeline.load_state(story);
   REQUIRE_FALSE(loaded.ok());
   CHECK(loaded.error().message.find("raised") != std::string::npos);
+}
+
+TEST_CASE("the open incidents are bounded in bytes: the one due to go quiet soonest is resolved early", "[correlate]") {
+  auto rules = compile_yaml(R"(
+id: bus-gone
+title: "GPU {gpu} fell off the bus"
+severity: critical
+events:
+  gone: 'GPU (?P<gpu>\d+) has fallen off the bus'
+sequence: [gone]
+key: [stream, field:gpu]
+lifetime: {quiet: 10m}
+)");
+  auto replay_with = [&](std::size_t max_bytes, std::vector<Incident>& out) {
+    ReplayOptions o;
+    o.start = at(0);
+    o.on_incident = [&out](const Incident& i) { out.push_back(i); };
+    o.pipeline.correlator.max_open_incident_bytes = max_bytes;
+    o.pipeline.fingerprint.enabled = false;
+    auto replay = std::make_unique<Replay>(rules, o);
+    StreamIdentity id;
+    id.name = id.logical = "pod-a";
+    id.instance = "pod-a#0";
+    DecodeOptions decode;
+    decode.format = ContainerFormat::raw;
+    auto s = replay->add_stream(id, decode);
+    const std::string pad(1000, 'x');  // each incident holds ~1 KB of evidence
+    for (int i = 0; i < 100; ++i) replay->line(s, ts(i, "GPU " + std::to_string(i) + " has fallen off the bus " + pad));
+    return replay;
+  };
+  auto resolved = [](const std::vector<Incident>& out) {
+    std::vector<std::string> gpus;
+    for (const auto& i : out)
+      if (i.status == IncidentStatus::resolved) gpus.push_back(*find_field(i.fields, "gpu"));
+    return gpus;
+  };
+
+  SECTION("within the bound nothing resolves before its quiet period") {
+    std::vector<Incident> out;
+    auto replay = replay_with(CorrelatorOptions{}.max_open_incident_bytes, out);
+    CHECK(out.size() == 100);
+    CHECK(resolved(out).empty());
+    CHECK(replay->pipeline().correlator_stats().incidents_resolved_early == 0);
+  }
+  SECTION("beyond it the oldest go first, each as a resolved revision, counted") {
+    std::vector<Incident> out;
+    auto replay = replay_with(64 * 1024, out);
+    const auto gone = resolved(out);
+    REQUIRE(gone.size() >= 30);
+    CHECK(replay->pipeline().correlator_stats().incidents_resolved_early == gone.size());
+    for (std::size_t k = 0; k < gone.size(); ++k) CHECK(gone[k] == std::to_string(k));
+    // What stays open fits the bound: at least 1 KB of evidence each.
+    CHECK((100 - gone.size()) * 1000 <= 64 * 1024);
+    // An incident resolved early says when it was last seen, not when it was let go.
+    for (const auto& i : out) {
+      if (i.status == IncidentStatus::resolved) CHECK(i.last_seen == at(std::stoi(*find_field(i.fields, "gpu"))));
+    }
+  }
 }
