@@ -121,7 +121,9 @@ sequence:
   SECTION("a window that slides over many hits fires at the first three inside it") {
     // One every 6 s for 10 minutes: never three within 10 s (the step's times are dropped as the window slides on).
     Harness h(rules);
-    for (int i = 0; i < 100; ++i) h.line(ts(6 * i, "Error: Failed to initialize the TMA descriptor " + std::to_string(i)));
+    for (int i = 0; i < 100; ++i) {
+      h.line(ts(6 * i, "Error: Failed to initialize the TMA descriptor " + std::to_string(i)));
+    }
     CHECK(h.of("bursts").empty());
     h.lines({ts(600, "Error: Failed to initialize the TMA descriptor 600"),
              ts(601, "Error: Failed to initialize the TMA descriptor 601")});
