@@ -148,22 +148,12 @@ std::string_view to_string(IncidentStatus status) {
   return status == IncidentStatus::firing ? "firing" : "resolved";
 }
 
-namespace {
-
-std::size_t fields_heap_bytes(const Fields& fields) {
-  std::size_t n = fields.capacity() * sizeof(Fields::value_type);
-  for (const auto& [key, value] : fields) n += heap_bytes(key) + heap_bytes(value);
-  return n;
-}
-
-}  // namespace
-
 std::size_t heap_bytes(const Incident& in) {
   std::size_t n = heap_bytes(in.id) + heap_bytes(in.rule) + heap_bytes(in.title) + heap_bytes(in.stream) +
                   heap_bytes(in.summary) + heap_bytes(in.remediation) + heap_bytes(in.caused_by_rule) +
                   heap_bytes(in.fingerprint) + heap_bytes(in.message_template);
   if (in.caused_by) n += heap_bytes(*in.caused_by);
-  n += fields_heap_bytes(in.stream_labels) + fields_heap_bytes(in.fields) + fields_heap_bytes(in.labels);
+  n += heap_bytes(in.stream_labels) + heap_bytes(in.fields) + heap_bytes(in.labels);
   n += in.references.capacity() * sizeof(std::string);
   for (const auto& r : in.references) n += heap_bytes(r);
   n += in.evidence.capacity() * sizeof(EvidenceLine);

@@ -13,8 +13,7 @@ std::optional<Incident> StoredIncident::incident() const { return incident_from_
 std::size_t StoredIncident::bytes() const {
   std::size_t n = sizeof(StoredIncident) + heap_bytes(json) + heap_bytes(summary.id) + heap_bytes(summary.rule);
   if (summary.caused_by) n += heap_bytes(*summary.caused_by);
-  n += summary.stream_labels.capacity() * sizeof(Fields::value_type);
-  for (const auto& [key, value] : summary.stream_labels) n += heap_bytes(key) + heap_bytes(value);
+  n += heap_bytes(summary.stream_labels);
   n += history.entries().capacity() * sizeof(RevisionEntry);
   return n;
 }

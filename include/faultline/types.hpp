@@ -104,6 +104,12 @@ bool is_valid_utf8(std::string_view text);
 inline std::size_t heap_bytes(const std::string& s) {
   return s.capacity() > std::string().capacity() ? s.capacity() + 1 : 0;
 }
+// The same of fields: the vector's buffer and each name's and value's.
+inline std::size_t heap_bytes(const Fields& fields) {
+  std::size_t n = fields.capacity() * sizeof(Fields::value_type);
+  for (const auto& [key, value] : fields) n += heap_bytes(key) + heap_bytes(value);
+  return n;
+}
 
 // What a message may echo of a value the user gave (a pattern, a key, a URL): the text itself when it is at most
 // `max` bytes, else its first `max` bytes (cut at a UTF-8 boundary) and "… (N bytes)". Every diagnostic and error
