@@ -1,5 +1,6 @@
 // Checks on a decoded rule beyond the types of its values: the spelling of ids and event names, names inside the
-// rule that refer to no event, a sequence with nothing required; and the rule's content hash.
+// rule that refer to no event, a sequence with nothing required or that opens with an absence; and the rule's
+// content hash.
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -54,6 +55,12 @@ void RuleReader::validate(const YAML::Node& node, const Rule& r) {
   if (!r.sequence.empty()) {
     bool any_required = std::any_of(r.sequence.begin(), r.sequence.end(), [](const Step& s) { return !s.optional; });
     if (!any_required) error(node["sequence"] ? node["sequence"] : node, "the sequence has no required step");
+    // An absence is timed from the completion of the required step before it; the first has none to follow.
+    auto first = std::find_if(r.sequence.begin(), r.sequence.end(), [](const Step& s) { return !s.optional; });
+    if (first != r.sequence.end() && first->absent_for) {
+      error_at(first->pos, "the first required step cannot be an 'absent' step: an absence is timed from the step "
+                           "before it (put the event it follows first)");
+    }
   }
   for (const auto& e : r.reset_on) check_event(e, pos(node["reset_on"]), "reset_on");
   for (const auto& e : r.lifetime.resolve_on) check_event(e, pos(node["lifetime"]), "resolve_on");

@@ -126,6 +126,33 @@ tolerance: {lines: -1}
   CHECK(r.diagnostics.size() >= 7);
 }
 
+TEST_CASE("a sequence whose first required step is an absence is an error at that step", "[rules]") {
+  // An absence is timed from the step before it: with none, it was due at once, for ever (a scan never ended).
+  auto r = load_rules_from_string(R"(id: opens-with-absence
+title: t
+severity: info
+events: {ready: 'READY', note: 'NOTE'}
+sequence:
+  - {event: note, optional: true}
+  - {absent: ready, for: 10s}
+)", "absence.yaml");
+  INFO(dump(r));
+  CHECK_FALSE(r.ok());
+  CHECK(has_error(r, "absence.yaml:7:5", "first required step cannot be an 'absent' step"));
+  CHECK(r.diagnostics.size() == 1);
+
+  auto fine = load_rules_from_string(R"(id: absence-after
+title: t
+severity: info
+events: {ready: 'READY', start: 'START'}
+sequence:
+  - start
+  - {absent: ready, for: 10s}
+)", "after.yaml");
+  INFO(dump(fine));
+  CHECK(fine.ok());
+}
+
 TEST_CASE("YAML syntax errors carry their position", "[rules]") {
   auto r = load_rules_from_string("id: x\ntitle: [unclosed\nseverity: info\n", "syntax.yaml");
   REQUIRE_FALSE(r.ok());
