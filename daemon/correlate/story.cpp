@@ -205,6 +205,9 @@ bool StoryMachine::apply(Story& s, const RecentHit& h, std::optional<std::uint32
   if (!step_has(cur, ev.name) || !after_ok(s, r, cur)) return false;
   if (cur.within && s.cursor != first_required(r, 0) && h.time - s.progress_time > *cur.within) {
     reset(s, "window passed");
+    // The story begins again with this hit: it has seen it (as on_hit marks every story a hit reaches).
+    s.started = true;
+    s.seen_events.insert(h.event);
     return apply(s, h, record, call);
   }
   StepState& ss = s.steps[s.cursor];

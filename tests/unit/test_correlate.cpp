@@ -297,6 +297,44 @@ TEST_CASE("in-flight state survives a checkpoint", "[correlate]") {
   CHECK(!bad.error().message.empty());
 }
 
+TEST_CASE("a story begun again by the hit that found its window passed has seen that hit, and is checkpointed",
+          "[correlate]") {
+  // The OOM comes too late to be the second failure within a minute: the story starts over with it as its first
+  // step. That story has seen an OOM (`after` asks), and it is in flight like any other: a checkpoint keeps it.
+  auto rules = compile_yaml(R"(
+id: fail-twice
+title: t
+severity: critical
+events:
+  crash: 'worker crashed'
+  oom: 'out of memory'
+  gave_up: 'giving up'
+sequence:
+  - any: [crash, oom]
+  - {any: [crash, oom], within: 1m}
+  - {event: gave_up, after: [oom]}
+)");
+  const std::vector<std::string> before = {ts(0, "worker crashed"), ts(120, "out of memory")};
+  const std::vector<std::string> after = {ts(130, "worker crashed"), ts(131, "giving up")};
+  {
+    Harness h(rules);
+    h.lines(before);
+    h.lines(after);
+    CHECK(h.of("fail-twice").size() == 1);
+  }
+  std::string state;
+  {
+    Harness h(rules);
+    h.lines(before);
+    CHECK(h.of("fail-twice").empty());
+    state = h.pipeline.save_state();
+  }
+  Harness h(rules);
+  REQUIRE(h.pipeline.load_state(state).ok());
+  h.lines(after);
+  CHECK(h.of("fail-twice").size() == 1);
+}
+
 TEST_CASE("ids are deterministic for the same lines", "[correlate]") {
   auto rules = compile_yaml(kTwoStep);
   Harness a(rules), b(rules);
