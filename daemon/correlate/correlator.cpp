@@ -167,6 +167,17 @@ void Correlator::new_instance(std::uint32_t index, std::string instance) {
   m.book.mark_boundary(index);
 }
 
+void Correlator::end_stream(std::uint32_t index) {
+  Impl& m = *impl_;
+  StreamState& s = m.streams[index];
+  s.ended = true;
+  std::deque<ContextLine>().swap(s.ring);
+  const std::size_t dropped = m.stories.drop_ended(index);
+  if (m.trace && dropped > 0) {
+    m.trace("stream " + s.id.name + " ended: " + std::to_string(dropped) + " partial sequence(s) of it dropped");
+  }
+}
+
 void Correlator::process(const RecordBatch& batch, const std::vector<Hit>& hits, std::vector<Incident>& out) {
   Impl& m = *impl_;
   Call call{out, m.options.clock->steady(), &batch};

@@ -35,6 +35,7 @@ struct StreamState {
   EventClock clock;              // the stream's own time
   std::uint64_t clock_line = 0;  // the last line that moved it (lines are looked at for their time once, in order)
   bool described = false;        // set_identity() named it (not only a restored checkpoint)
+  bool ended = false;            // end_stream(): no line of it will come
 };
 
 // The streams by index (records carry the index). Asking for an index not seen yet adds it.

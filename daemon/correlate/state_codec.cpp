@@ -5,6 +5,7 @@
 
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -152,10 +153,18 @@ std::string encode_state(const StateParts& parts) {
   json j;
   j["version"] = kStateVersion;
   j["now"] = ticks(parts.streams.latest());  // the one clock of version 1
+  // An ended stream's clock is kept only while an open incident or a story still runs on it.
+  std::vector<bool> in_use(parts.streams.size(), false);
+  for (const auto& [k, oi] : parts.book.all()) {
+    if (oi.stream < in_use.size()) in_use[oi.stream] = true;
+  }
+  for (const auto& [k, s] : parts.stories.all()) {
+    if (s.stream < in_use.size()) in_use[s.stream] = true;
+  }
   json clocks = json::array();
   for (std::uint32_t i = 0; i < parts.streams.size(); ++i) {
     const StreamState& st = parts.streams.at(i);
-    if (!st.clock.known() || st.id.name.empty()) continue;
+    if (!st.clock.known() || st.id.name.empty() || (st.ended && !in_use[i])) continue;
     clocks.push_back({{"s", st.id.name}, {"now", ticks(st.clock.now())}, {"log", ticks(st.clock.log_now())},
                       {"lt", st.clock.log_time_seen()}});
   }

@@ -129,6 +129,15 @@ void StoryTable::put(Story s) {
   stories_.insert_or_assign(std::move(k), std::move(s));
 }
 
+std::size_t StoryTable::drop_ended(std::uint32_t stream) {
+  return std::erase_if(stories_, [&](const auto& entry) {
+    const Story& s = entry.second;
+    const Rule& r = rules_[s.rule];
+    const bool awaits_absence = s.cursor < r.sequence.size() && r.sequence[s.cursor].absent_for.has_value();
+    return s.stream == stream && r.key.stream && !awaits_absence;
+  });
+}
+
 void StoryTable::shed_oldest() {
   // Ties (stories last active at the same time) go by key, so the one shed does not depend on hashing.
   auto oldest = stories_.begin();

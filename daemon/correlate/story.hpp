@@ -149,6 +149,10 @@ class StoryTable {
     stories_ = std::move(kept);
   }
 
+  // Stream `stream` ended: its stories that only its lines could move on are dropped (a rule keyed by the stream,
+  // not waiting out an absence). Returns how many.
+  std::size_t drop_ended(std::uint32_t stream);
+
   Map& all() { return stories_; }
   const Map& all() const { return stories_; }
 

@@ -629,6 +629,12 @@ void Detector::new_instance(std::uint32_t index, std::vector<Incident>& out) {
   st.last_claim_time = Time{};
 }
 
+void Detector::end_stream(std::uint32_t index, std::vector<Incident>& out) {
+  StreamState& st = impl_->stream(index);
+  if (st.story) impl_->close(st, out);
+  st = StreamState{};
+}
+
 void Detector::replace_rules(std::shared_ptr<const CompiledRules> rules) {
   impl_->rules = std::move(rules);
   impl_->index_rules();

@@ -61,6 +61,7 @@ void TotalsCollector::collect() {
   }
   raise_to(metrics_.stories_dropped(), t.stories_dropped);
   raise_to(metrics_.incidents_resolved_early(), t.incidents_resolved_early);
+  raise_to(metrics_.streams_ended(), t.streams_ended);
   raise_to(metrics_.timestamps_rejected_future(), t.timestamps_rejected_future);
   raise_to(metrics_.stream_clock_resets(), t.stream_clock_resets);
   metrics_.fingerprints_distinct().Set(static_cast<double>(t.fingerprints_distinct));

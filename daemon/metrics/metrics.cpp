@@ -109,6 +109,10 @@ Metrics::Metrics(std::string_view version) : registry_(std::make_shared<promethe
                                 .Name("faultline_stories_dropped_total")
                                 .Help("Correlation state machines dropped at the configured bound.")
                                 .Register(r);
+  streams_ended_total_ = &BuildCounter()
+                              .Name("faultline_streams_ended_total")
+                              .Help("Streams whose last file was deleted with none after it; their state was let go.")
+                              .Register(r);
   incidents_resolved_early_total_ =
       &BuildCounter()
            .Name("faultline_incidents_resolved_early_total")
@@ -181,6 +185,7 @@ Metrics::Metrics(std::string_view version) : registry_(std::make_shared<promethe
   rules_loaded_ = &rules_loaded_family_->Add({});
   stories_dropped_ = &stories_dropped_total_->Add({});
   incidents_resolved_early_ = &incidents_resolved_early_total_->Add({});
+  streams_ended_ = &streams_ended_total_->Add({});
   incident_queue_length_ = &incident_queue_length_family_->Add({});
   checkpoint_age_ = &checkpoint_age_seconds_->Add({});
   last_reload_success_ts_ = &last_reload_success_->Add({});

@@ -130,6 +130,16 @@ void Pipeline::new_instance(std::uint32_t stream, StreamIdentity identity, std::
   impl_->deliver();
 }
 
+void Pipeline::end_stream(std::uint32_t stream) {
+  impl_->drain();
+  impl_->batch.forget_stream(stream);
+  impl_->decoders.at(stream) = Decoder(stream, impl_->decode_options.at(stream));
+  impl_->detect([&](std::vector<Incident>& out) { impl_->detector.end_stream(stream, out); });
+  impl_->correlator.end_stream(stream);
+  impl_->detected();
+  impl_->deliver();
+}
+
 void Pipeline::resume(std::uint32_t stream, std::uint64_t offset, std::uint64_t line) {
   impl_->decoders.at(stream).resume_at(offset, line);
 }

@@ -59,7 +59,15 @@ void StreamAdapter::idle(std::uint32_t stream, Time read_time) {
   if (pipeline_.progress(stream).has_partial) flush(stream, read_time);
 }
 
-void StreamAdapter::end_of_stream(std::uint32_t stream, Time read_time) { flush(stream, read_time); }
+void StreamAdapter::end_of_stream(std::uint32_t stream, Time read_time) {
+  flush(stream, read_time);
+  // Its decoder starts over (its buffers freed): carry its counts, as for a new instance.
+  StreamCounts& c = streams_[stream].counts;
+  const DecodeStats& st = pipeline_.decode_stats(stream);
+  c.lines += st.lines;
+  c.truncated_lines += st.truncated;
+  pipeline_.end_stream(stream);
+}
 
 TailHandler::Committed StreamAdapter::committed(std::uint32_t stream) {
   Pipeline::StreamProgress p = pipeline_.progress(stream);

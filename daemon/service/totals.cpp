@@ -60,6 +60,7 @@ PipelineTotals gather_totals(const StreamAdapter& adapter, const Tailer& tailer,
   out.failure_stories = {d.raised, d.claimed, d.below_error, d.silenced};
   out.files_waiting = tailer.stats().files_waiting;
   out.file_reopens = tailer.stats().file_reopens;
+  out.streams_ended = tailer.stats().streams_ended;
   return out;
 }
 
@@ -83,6 +84,7 @@ std::string stats_json(const Pipeline& pipeline, const Tailer& tailer, const Emi
                       {"rotations", t.rotations},
                       {"truncations", t.truncations},
                       {"deleted", t.deleted},
+                      {"streams_ended", t.streams_ended},
                       {"unreadable", t.unreadable},
                       {"rotated_unread_bytes", t.rotated_unread_bytes},
                       {"late_bytes", t.late_bytes},

@@ -277,12 +277,26 @@ void FileSource::settle(LogicalStream& s, Steady now) {
       if (f.parked()) descriptor_check_ = true;
       return;
     }
-    finish_file(s, f);
-    if (s.pending.empty()) return;
+    const bool gone = f.presence == Presence::deleted;
+    finish_file(s, f);  // (`f` is no more when it was deleted)
+    if (s.pending.empty()) {
+      if (gone) end_stream(s);
+      return;
+    }
     FollowedFile* next = s.pending.front();
     s.pending.erase(s.pending.begin());
     begin(s, *next);
   }
+}
+
+// The stream's last file is gone and read: the handler lets its state go, and a later file of the same logical
+// stream opens it anew.
+void FileSource::end_stream(LogicalStream& s) {
+  ctx_.handler.end_of_stream(s.handle, ctx_.clock.now());
+  s.opened = false;
+  s.had_file = false;
+  s.last_instance_key.clear();
+  ++ctx_.stats.streams_ended;
 }
 
 // rotate_wait of a file that looks finished.

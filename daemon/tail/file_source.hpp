@@ -71,6 +71,7 @@ class FileSource final : public Source {
   void check_content(FollowedFile& f, std::uint64_t size);
   void truncate_restart(FollowedFile& f, const char* why);
   void finish_file(LogicalStream& s, FollowedFile& f);
+  void end_stream(LogicalStream& s);
   bool named_by(const std::string& path, const FollowedFile& f) const;
 
   // descriptors.cpp

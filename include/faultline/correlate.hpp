@@ -78,6 +78,11 @@ class Correlator {
   void set_stream(std::uint32_t index, StreamIdentity identity);
   // The stream started a new instance (a new container or file): no sequence continues across it.
   void new_instance(std::uint32_t index, std::string instance);
+  // The stream ended for good (its last file was deleted with nothing after it: a pod that is gone). Its stories
+  // that only its own lines could move on are dropped, and its recent lines freed; a story waiting out an absence
+  // still completes, and its open incidents still go quiet on its clock. A later file of the same logical stream is
+  // described as a new stream.
+  void end_stream(std::uint32_t index);
 
   // Consumes one scanned batch; `hits` are those the Scanner found in it. Appends emitted revisions to `out`.
   // Each stream has its own event clock, moved (within bounds) by its lines.

@@ -136,6 +136,9 @@ class Detector {
   void set_stream(std::uint32_t index, StreamIdentity identity);
   // A new instance of the stream: an open story ends with it.
   void new_instance(std::uint32_t index, std::vector<Incident>& out);
+  // The stream ended for good (Pipeline::end_stream): an open story ends with it, and what is kept of the stream
+  // is let go. Its index is not used again.
+  void end_stream(std::uint32_t index, std::vector<Incident>& out);
   // The rules whose hits claim stories (cascade rules never do: they report consequences).
   void replace_rules(std::shared_ptr<const CompiledRules> rules);
 

@@ -91,6 +91,7 @@ class Metrics {
   prometheus::Gauge& rules_loaded() { return *rules_loaded_; }
   prometheus::Counter& stories_dropped() { return *stories_dropped_; }
   prometheus::Counter& incidents_resolved_early() { return *incidents_resolved_early_; }
+  prometheus::Counter& streams_ended() { return *streams_ended_; }
   prometheus::Gauge& fingerprints_distinct() { return *fingerprints_distinct_; }
   // Failure stories by outcome, indexed like PipelineTotals::failure_stories.
   prometheus::Counter& failure_stories(std::size_t outcome) { return *failure_stories_[outcome]; }
@@ -146,6 +147,7 @@ class Metrics {
   Fam<prometheus::Gauge>* build_info_;
   Fam<prometheus::Counter>* stories_dropped_total_;
   Fam<prometheus::Counter>* incidents_resolved_early_total_;
+  Fam<prometheus::Counter>* streams_ended_total_;
   Fam<prometheus::Gauge>* incident_queue_length_family_;
   Fam<prometheus::Counter>* http_requests_total_;
   Fam<prometheus::Gauge>* files_waiting_family_;
@@ -162,6 +164,7 @@ class Metrics {
   prometheus::Gauge* rules_loaded_;
   prometheus::Counter* stories_dropped_;
   prometheus::Counter* incidents_resolved_early_;
+  prometheus::Counter* streams_ended_;
   prometheus::Gauge* incident_queue_length_;
   prometheus::Gauge* files_waiting_;
   prometheus::Counter* file_reopens_;
@@ -208,6 +211,7 @@ struct PipelineTotals {
   std::vector<SourceTotals> sources;  // one entry per source; a source named twice is summed
   std::uint64_t stories_dropped = 0;
   std::uint64_t incidents_resolved_early = 0;    // firing incidents resolved at the open incidents' byte bound
+  std::uint64_t streams_ended = 0;               // streams whose last file was deleted (their state let go)
   std::uint64_t timestamps_rejected_future = 0;  // lines dated too far ahead of the wall clock
   std::uint64_t stream_clock_resets = 0;         // lines far before their stream's clock: a new epoch of it
   std::uint64_t fingerprints_distinct = 0;  // failure stories' fingerprints in the inventory

@@ -128,6 +128,7 @@ struct TailStats {
   std::uint64_t rotations = 0;        // a stream moved on to its next file
   std::uint64_t truncations = 0;      // copytruncate: size fell below the read offset
   std::uint64_t deleted = 0;          // files read to their end after deletion
+  std::uint64_t streams_ended = 0;    // streams whose last file was deleted, with none after it (their state let go)
   std::uint64_t unreadable = 0;       // permission denied, vanished, not a regular file
   std::uint64_t rotated_unread_bytes = 0;  // bytes that went away before they were read (lower bound)
   std::uint64_t late_bytes = 0;       // bytes written to a file after the stream moved on (not read)
@@ -182,7 +183,9 @@ class TailHandler {
   virtual void data(std::uint32_t stream, std::string_view bytes, Time read_time) = 0;
   // Nothing arrived for partial_timeout after the last bytes: a pending partial line may be flushed.
   virtual void idle(std::uint32_t stream, Time read_time) = 0;
-  // End of a stream that will not continue (stdin at EOF).
+  // End of a stream that will not continue: stdin at EOF, or a stream whose file was deleted, read to its end, with
+  // no file after it (a pod that is gone). The handle is not used again: a file of the same logical stream found
+  // later is a stream of its own (open_stream again).
   virtual void end_of_stream(std::uint32_t stream, Time read_time) = 0;
   // Offset up to which the stream's bytes are processed, and the number of the line starting there
   // (Decoder::committed_offset/committed_line after Pipeline::drain). line 0: unknown (the Tailer counts).

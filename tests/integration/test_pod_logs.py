@@ -1,8 +1,10 @@
 """Kubernetes pod logs: a pod log appearing in a watched directory is found (inotify) and read from its start;
 CRI lines with P/F partials are joined; the stream is named namespace/pod/container with its labels; a new restart
 file (1.log) is a new instance with restart label 1; /var/log/containers symlinks are followed and not read twice;
-faultline's own pod is never tailed."""
+faultline's own pod is never tailed; a deleted pod's stream ends, and a pod of the same name made again is read as
+a new stream."""
 import os
+import shutil
 import sys
 import time
 
@@ -74,10 +76,25 @@ def test(work):
         for n in range(61, 81):
             f.write(cri(n))
     os.symlink(target, os.path.join(containers, "sglang-1_ns2_main-" + "ab" * 32 + ".log"))
-    d.finish_exactly_once(range(1, 81), 20, what="lines of the second pod")
+    d.wait_incidents(80, what="lines of the second pod")
+
+    # The first pod is deleted (its directory goes): its stream ends once its last file is read, and its state is let
+    # go. The same pod made again (a StatefulSet's: same name, a new uid) is a stream of its own, read from its start.
+    shutil.rmtree(os.path.dirname(cdir))
+    tl.wait_until(lambda: (d.metric("faultline_streams_ended_total") or 0) >= 1, what="the deleted pod's stream to end",
+                  alive=d)
+    again = os.path.join(pods, "ns1_vllm-0_0f1e2d3c-aaaa-bbbb-cccc-000000000003", "vllm")
+    os.makedirs(again)
+    with open(os.path.join(again, "0.log"), "w") as f:
+        for n in range(81, 91):
+            f.write(cri(n))
+    stats = d.finish_exactly_once(range(1, 91), 20, what="lines of the pods")
     incs = d.incidents()
-    second = {i["stream"] for i in incs if int(i["fields"]["n"]) > 60}
+    second = {i["stream"] for i in incs if 60 < int(i["fields"]["n"]) <= 80}
     check(second == {"ns2/sglang-1/main"}, "second pod stream: %s" % second)
+    remade = {i["stream"] for i in incs if int(i["fields"]["n"]) > 80}
+    check(remade == {"ns1/vllm-0/vllm"}, "the pod made again: %s" % remade)
+    check(stats["streams_ended"] == 1, "streams ended: %s" % stats["streams_ended"])
 
 
 if __name__ == "__main__":

@@ -153,6 +153,57 @@ TEST_CASE("absence fires when the awaited line never comes", "[correlate]") {
   }
 }
 
+TEST_CASE("a stream that ended lets go of what only its own lines could move on, and of nothing else",
+          "[correlate]") {
+  DecodeOptions raw;
+  raw.format = ContainerFormat::raw;
+  SECTION("a partial sequence is dropped: a later stream of the same name starts afresh, the checkpoint forgets it") {
+    auto rules = compile_yaml(kTwoStep);
+    {
+      // Not ended: the sequence goes on in a later stream of the same logical name.
+      Harness h(rules);
+      h.line(ts(0, "alpha happened"));
+      const std::uint32_t again = h.replay.add_stream(h.identity, raw);
+      h.replay.line(again, ts(10, "beta failed"));
+      CHECK(h.of("two-step").size() == 1);
+    }
+    Harness h(rules);
+    h.line(ts(0, "alpha happened"));
+    const std::string before = h.pipeline.save_state();
+    h.pipeline.end_stream(h.stream);
+    const std::string after = h.pipeline.save_state();
+    CHECK(before.find("alpha happened") != std::string::npos);
+    CHECK(after.find("alpha happened") == std::string::npos);  // its story
+    CHECK(before.find("\"pod-a\"") != std::string::npos);
+    CHECK(after.find("\"pod-a\"") == std::string::npos);  // its clock: nothing runs on it any more
+    const std::uint32_t again = h.replay.add_stream(h.identity, raw);
+    h.replay.line(again, ts(10, "beta failed"));
+    CHECK(h.of("two-step").empty());
+  }
+  SECTION("a story waiting out an absence still completes") {
+    Harness h(compile_yaml(kNeverReadyRule));
+    h.line(ts(0, "Starting server"));
+    h.pipeline.end_stream(h.stream);
+    h.pipeline.advance(at(601));
+    CHECK(h.of("never-ready").size() == 1);
+  }
+  SECTION("an open incident still goes quiet and resolves, and its clock is checkpointed until then") {
+    Harness h(compile_yaml(R"(
+id: flappy
+title: flappy
+severity: warning
+events: {bad: 'link down'}
+lifetime: {quiet: 5m}
+)"));
+    h.line(ts(0, "link down"));
+    h.pipeline.end_stream(h.stream);
+    CHECK(h.pipeline.save_state().find("\"s\":\"pod-a\"") != std::string::npos);
+    h.pipeline.advance(at(301));
+    REQUIRE(h.emitted.size() == 2);
+    CHECK(h.emitted[1].status == IncidentStatus::resolved);
+  }
+}
+
 TEST_CASE("reset_on clears partial progress", "[correlate]") {
   std::string yaml = std::string(kTwoStep) + "reset_on: [restart]\n";
   yaml.insert(yaml.find("sequence:"), "  restart: 'Server restarting'\n");

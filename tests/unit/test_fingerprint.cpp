@@ -84,6 +84,17 @@ TEST_CASE("an unknown failure raises one unclassified incident; a repeat is a re
   CHECK(inventory[0].claimed_by.empty());
 }
 
+TEST_CASE("a stream that ends raises its open failure story then, not only when its quiet ends", "[fingerprint]") {
+  Harness h(compile_yaml(kRules));
+  h.lines(with_prefix("(EngineCore_0 pid=88) ERROR 11-29 10:08:01 [core.py:866] ", kOld));
+  CHECK(h.replay.incidents().empty());  // the story may go on: it lingers
+  h.pipeline.end_stream(h.stream);      // its file is gone
+  auto incs = h.replay.incidents();
+  REQUIRE(incs.size() == 1);
+  CHECK(incs[0].rule == "unclassified-failure");
+  CHECK(incs[0].evidence.size() == kOld.size());
+}
+
 TEST_CASE("after a restart, a known unclassified failure is the next revision of its incident", "[fingerprint]") {
   Harness before(compile_yaml(kRules));
   before.lines(kOld);

@@ -161,6 +161,7 @@ TEST_CASE("the totals collector brings the source families up to the published t
   t.stream_clock_resets = 11;
   t.files_waiting = 8;
   t.file_reopens = 9;
+  t.streams_ended = 12;
   collector.publish(t);
   auto text = m.serialize();
   CHECK(text.find("faultline_lines_read_total{source=\"vllm\"} 15") != std::string::npos);
@@ -177,6 +178,7 @@ TEST_CASE("the totals collector brings the source families up to the published t
   CHECK(text.find("faultline_stream_clock_resets_total 11") != std::string::npos);
   CHECK(text.find("faultline_files_waiting 8") != std::string::npos);
   CHECK(text.find("faultline_file_reopens_total 9") != std::string::npos);
+  CHECK(text.find("faultline_streams_ended_total 12") != std::string::npos);
 
   // Counters never fall; a lag left unset keeps the gauge's value.
   PipelineTotals later;

@@ -273,6 +273,17 @@ TEST_CASE_METHOD(TailFixture,
   CHECK(r.rec.saw("new_instance ml/vllm-0/vllm @0 L1 i=1"));
   CHECK(*find_field(s->identity.labels, "restart") == "1");
   CHECK(s->data == "2026-11-30T10:00:00Z stdout F a\n2026-11-30T10:01:00Z stdout F b\n");
+  // The kubelet removes the older restart's file: the stream goes on in the current one.
+  fs::remove(pod + "/0.log");
+  r.step();
+  r.step();
+  CHECK_FALSE(s->ended);
+  // The pod is deleted with its directory: its last file read, the stream ends.
+  fs::remove_all(t / "pods/ml_vllm-0_uid-1");
+  r.step();
+  r.step();
+  CHECK(s->ended);
+  CHECK(r.tailer.stats().streams_ended == 1);
 }
 
 TEST_CASE_METHOD(TailFixture, "restart files found together are read in restart order") {

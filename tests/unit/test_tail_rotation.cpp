@@ -90,7 +90,8 @@ TEST_CASE_METHOD(TailFixture, "a refill differing only in the fingerprint's last
   CHECK(r.tailer.stats().truncations == 1);
 }
 
-TEST_CASE_METHOD(TailFixture, "a deleted file is read to its end and closed; a recreated one continues the stream") {
+TEST_CASE_METHOD(TailFixture,
+                 "a deleted file is read to its end and closed, and its stream ends; a recreated one is a new stream") {
   auto& r = start(files(t / "app.log"));
   write(t / "app.log", lines(1, 2));
   r.step();
@@ -100,14 +101,22 @@ TEST_CASE_METHOD(TailFixture, "a deleted file is read to its end and closed; a r
     out << lines(3, 4);  // written after the unlink, through the open file
   }
   r.step();
+  CHECK_FALSE(r.rec.streams.at(0).ended);  // not before rotate_wait: a successor may still come
   r.step();
   CHECK(r.rec.data_of(t / "app.log") == lines(1, 4));
   CHECK(r.tailer.stats().deleted == 1);
   CHECK(r.tailer.stats().watched_files == 0);
+  // Nothing follows it: the stream ended (a pod that is gone), and its handler may let its state go.
+  REQUIRE(r.rec.streams.size() == 1);
+  CHECK(r.rec.streams[0].ended);
+  CHECK(r.tailer.stats().streams_ended == 1);
   write(t / "app.log", lines(5, 5));
   r.step();
-  CHECK(r.rec.data_of(t / "app.log") == lines(1, 5));
-  CHECK(r.rec.saw("rotated " + t / "app.log" + " @0"));
+  REQUIRE(r.rec.streams.size() == 2);
+  CHECK(r.rec.streams[1].identity.name == t / "app.log");
+  CHECK(r.rec.streams[1].data == lines(5, 5));
+  CHECK(r.rec.saw("first " + t / "app.log" + " @0"));
+  CHECK(r.tailer.stats().streams_ended == 1);
 }
 
 TEST_CASE_METHOD(TailFixture,
