@@ -80,6 +80,8 @@ def test(work):
 
     # The first pod is deleted (its directory goes): its stream ends once its last file is read, and its state is let
     # go. The same pod made again (a StatefulSet's: same name, a new uid) is a stream of its own, read from its start.
+    read = lambda: d.metric("faultline_lines_read_total")  # noqa: E731
+    read_before = tl.wait_quiet(read, quiet=1.5, what="the lines read to be counted")
     shutil.rmtree(os.path.dirname(cdir))
     tl.wait_until(lambda: (d.metric("faultline_streams_ended_total") or 0) >= 1, what="the deleted pod's stream to end",
                   alive=d)
@@ -88,6 +90,8 @@ def test(work):
     with open(os.path.join(again, "0.log"), "w") as f:
         for n in range(81, 91):
             f.write(cri(n))
+    # The ended stream's lines stay counted: the counter goes on from where it was.
+    tl.wait_until(lambda: read() == read_before + 10, what="%d lines read (%s)" % (read_before + 10, read()), alive=d)
     stats = d.finish_exactly_once(range(1, 91), 20, what="lines of the pods")
     incs = d.incidents()
     second = {i["stream"] for i in incs if 60 < int(i["fields"]["n"]) <= 80}
