@@ -122,8 +122,7 @@ struct Correlator::Impl {
       if (OpenIncident* oi = book.find({s.rule, s.key})) oi->boundary = true;
     }
 
-    s.started = true;
-    s.seen_events.insert(hit.event.event);
+    s.saw(hit.event.event);
     RecentHit& h = current;
     h.event = hit.event.event;
     h.stream = meta.stream;

@@ -252,7 +252,7 @@ void IncidentBook::expire_by(Time bound, ClockOf&& clock_of, Call& call) {
     }
     e = expiry_.erase(e);
     if (oi.incident.status == IncidentStatus::firing) {
-      Time due = oi.incident.last_seen + rules_[oi.rule].lifetime.quiet;
+      Time due = quiet_due(oi);
       if (due > *now) continue;  // it was seen again; a later entry stands for it
       resolve(oi, due, "quiet", call);
     }
@@ -336,7 +336,7 @@ void IncidentBook::keep_within_bound(const StoryKey& keep, Call& call) {
       continue;
     }
     OpenIncident& oi = it->second;
-    if (oi.hold.held || it->first == keep || e->first != oi.incident.last_seen + rules_[oi.rule].lifetime.quiet) {
+    if (oi.hold.held || it->first == keep || e->first != quiet_due(oi)) {
       ++e;
       continue;
     }
@@ -348,7 +348,7 @@ void IncidentBook::keep_within_bound(const StoryKey& keep, Call& call) {
 }
 
 void IncidentBook::schedule(const StoryKey& key, const OpenIncident& oi) {
-  expiry_.emplace(oi.incident.last_seen + rules_[oi.rule].lifetime.quiet, key);
+  expiry_.emplace(quiet_due(oi), key);
 }
 
 }  // namespace faultline::correlate

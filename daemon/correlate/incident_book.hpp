@@ -95,6 +95,8 @@ class IncidentBook {
   void release(OpenIncident& oi, const char* why, Call& call);
   void emit(OpenIncident& oi, Call& call);
   void schedule(const StoryKey& key, const OpenIncident& oi);
+  // When `oi` goes quiet unless it is seen again: its last sighting and its rule's quiet period.
+  Time quiet_due(const OpenIncident& oi) const { return oi.incident.last_seen + rules_[oi.rule].lifetime.quiet; }
   // Counts `oi` (of `key`) again after it changed.
   void recount(const StoryKey& key, OpenIncident& oi);
   // Forgets `it` (its bytes with it).

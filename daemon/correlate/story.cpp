@@ -95,6 +95,10 @@ bool missing_optional(const Story& s, const Rule& r) {
   return false;
 }
 
+std::optional<Duration> absence_awaited(const Story& s, const Rule& r) {
+  return s.cursor < r.sequence.size() ? r.sequence[s.cursor].absent_for : std::nullopt;
+}
+
 // ---- the table ------------------------------------------------------------------------------------------------
 
 void StoryTable::key_for(const Rule& r, std::uint32_t stream, const Fields& fields, std::string& key) {
@@ -133,8 +137,7 @@ std::size_t StoryTable::drop_ended(std::uint32_t stream) {
   return std::erase_if(stories_, [&](const auto& entry) {
     const Story& s = entry.second;
     const Rule& r = rules_[s.rule];
-    const bool awaits_absence = s.cursor < r.sequence.size() && r.sequence[s.cursor].absent_for.has_value();
-    return s.stream == stream && r.key.stream && !awaits_absence;
+    return s.stream == stream && r.key.stream && !absence_awaited(s, r);
   });
 }
 
@@ -214,9 +217,7 @@ bool StoryMachine::apply(Story& s, const RecentHit& h, std::optional<std::uint32
   if (!step_has(cur, ev.name) || !after_ok(s, r, cur)) return false;
   if (cur.within && s.cursor != first_required(r, 0) && h.time - s.progress_time > *cur.within) {
     reset(s, "window passed");
-    // The story begins again with this hit: it has seen it (as on_hit marks every story a hit reaches).
-    s.started = true;
-    s.seen_events.insert(h.event);
+    s.saw(h.event);  // the story begins again with this hit
     return apply(s, h, record, call);
   }
   StepState& ss = s.steps[s.cursor];
@@ -348,8 +349,8 @@ void StoryMachine::explain_not_counted(const Story& s, const RecentHit& h, bool 
 void StoryMachine::complete_absences(StoryTable& table, Call& call) {
   auto due = [&](const Story& s) {
     const Rule& r = rules_[s.rule];
-    return s.cursor < r.sequence.size() && r.sequence[s.cursor].absent_for &&
-           streams_.now_for(node_keyed(r), s.stream) - s.progress_time >= *r.sequence[s.cursor].absent_for;
+    const std::optional<Duration> wait = absence_awaited(s, r);
+    return wait && streams_.now_for(node_keyed(r), s.stream) - s.progress_time >= *wait;
   };
   std::vector<std::pair<const StoryKey*, Story*>> ready;
   for (auto& [k, s] : table.all()) {
@@ -361,7 +362,7 @@ void StoryMachine::complete_absences(StoryTable& table, Call& call) {
     Story& s = *sp;
     const Rule& r = rules_[s.rule];
     while (due(s)) {
-      Time at = s.progress_time + *r.sequence[s.cursor].absent_for;
+      Time at = s.progress_time + *absence_awaited(s, r);
       if (trace_) trace_("  " + r.id + " [" + s.key + "]: absence confirmed");
       complete_step(s, at, call);
     }

@@ -102,6 +102,11 @@ struct Story {
   std::optional<Severity> raised;     // severity this story raised its incident at
   Time last_activity{};
 
+  // A hit of `event` reached the story: it has begun, and `after` conditions see the event.
+  void saw(std::uint32_t event) {
+    started = true;
+    seen_events.insert(event);
+  }
   // Every line the story gathered, for its incident's evidence: context lines, then each step's hits.
   std::vector<EvidenceLine> evidence() const;
   // Back to its start (as make_story leaves it) under the same rule and key, keeping the capacity of its containers
@@ -120,6 +125,9 @@ std::size_t first_required(const Rule& r, std::size_t from);
 // True when an optional step before the rule's last required step has not been seen: an incident raised now may
 // still gain that evidence.
 bool missing_optional(const Story& s, const Rule& r);
+
+// How long the event of the absence step the story waits at must stay away; none when its next step is no absence.
+std::optional<Duration> absence_awaited(const Story& s, const Rule& r);
 
 // The live stories, by (rule, key). Bounded: beyond max_stories the least recently active one is shed (counted).
 class StoryTable {

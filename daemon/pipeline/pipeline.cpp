@@ -85,6 +85,14 @@ struct Pipeline::Impl {
     incidents.clear();
   }
 
+  // The stream's decoder starts over (a new instance, or the stream's end): what is batched is correlated first, and
+  // no time is inherited from before.
+  void fresh_decoder(std::uint32_t stream) {
+    drain();
+    batch.forget_stream(stream);
+    decoders.at(stream) = Decoder(stream, decode_options.at(stream));
+  }
+
   void drain() {
     if (batch.empty()) return;
     hits.clear();
@@ -118,9 +126,7 @@ std::uint32_t Pipeline::add_stream(StreamIdentity identity, DecodeOptions decode
 }
 
 void Pipeline::new_instance(std::uint32_t stream, StreamIdentity identity, std::uint64_t offset) {
-  impl_->drain();
-  impl_->batch.forget_stream(stream);
-  impl_->decoders.at(stream) = Decoder(stream, impl_->decode_options.at(stream));
+  impl_->fresh_decoder(stream);
   if (offset != 0) impl_->decoders[stream].resume_at(offset, 1);
   impl_->detect([&](std::vector<Incident>& out) { impl_->detector.new_instance(stream, out); });
   impl_->correlator.new_instance(stream, identity.instance);
@@ -131,9 +137,7 @@ void Pipeline::new_instance(std::uint32_t stream, StreamIdentity identity, std::
 }
 
 void Pipeline::end_stream(std::uint32_t stream) {
-  impl_->drain();
-  impl_->batch.forget_stream(stream);
-  impl_->decoders.at(stream) = Decoder(stream, impl_->decode_options.at(stream));
+  impl_->fresh_decoder(stream);
   impl_->detect([&](std::vector<Incident>& out) { impl_->detector.end_stream(stream, out); });
   impl_->correlator.end_stream(stream);
   impl_->detected();

@@ -53,11 +53,11 @@ void RuleReader::validate(const YAML::Node& node, const Rule& r) {
     for (const auto& e : st.after) check_event(e, st.pos, "after");
   }
   if (!r.sequence.empty()) {
-    bool any_required = std::any_of(r.sequence.begin(), r.sequence.end(), [](const Step& s) { return !s.optional; });
-    if (!any_required) error(node["sequence"] ? node["sequence"] : node, "the sequence has no required step");
-    // An absence is timed from the completion of the required step before it; the first has none to follow.
     auto first = std::find_if(r.sequence.begin(), r.sequence.end(), [](const Step& s) { return !s.optional; });
-    if (first != r.sequence.end() && first->absent_for) {
+    if (first == r.sequence.end()) {
+      error(node["sequence"] ? node["sequence"] : node, "the sequence has no required step");
+    } else if (first->absent_for) {
+      // An absence is timed from the completion of the required step before it; the first has none to follow.
       error_at(first->pos, "the first required step cannot be an 'absent' step: an absence is timed from the step "
                            "before it (put the event it follows first)");
     }

@@ -38,10 +38,7 @@ void StreamAdapter::begin_file(std::uint32_t stream, FileStart how, const Stream
       break;
     case FileStart::new_instance: {
       flush(stream, now);
-      // The new instance starts a fresh decoder: carry the old one's counts.
-      const DecodeStats& st = pipeline_.decode_stats(stream);
-      c.lines += st.lines;
-      c.truncated_lines += st.truncated;
+      carry_counts(stream);  // the new instance starts a fresh decoder
       pipeline_.new_instance(stream, identity, offset);
       if (line > 1) pipeline_.resume(stream, offset, line);
       ++c.files_rotated;
@@ -61,11 +58,7 @@ void StreamAdapter::idle(std::uint32_t stream, Time read_time) {
 
 void StreamAdapter::end_of_stream(std::uint32_t stream, Time read_time) {
   flush(stream, read_time);
-  // Its decoder starts over (its buffers freed): carry its counts, as for a new instance.
-  StreamCounts& c = streams_[stream].counts;
-  const DecodeStats& st = pipeline_.decode_stats(stream);
-  c.lines += st.lines;
-  c.truncated_lines += st.truncated;
+  carry_counts(stream);  // its decoder starts over, its buffers freed
   pipeline_.end_stream(stream);
 }
 
@@ -80,6 +73,13 @@ StreamCounts StreamAdapter::counts(std::uint32_t stream) const {
   c.lines += st.lines;
   c.truncated_lines += st.truncated;
   return c;
+}
+
+void StreamAdapter::carry_counts(std::uint32_t stream) {
+  StreamCounts& c = streams_[stream].counts;
+  const DecodeStats& st = pipeline_.decode_stats(stream);
+  c.lines += st.lines;
+  c.truncated_lines += st.truncated;
 }
 
 void StreamAdapter::flush(std::uint32_t stream, Time now) {

@@ -50,6 +50,8 @@ class StreamAdapter final : public TailHandler {
     StreamCounts counts;  // lines and truncated_lines: of the instances before the current one
   };
   void flush(std::uint32_t stream, Time now);
+  // Adds the stream's decoder counts to those of its earlier instances, before the decoder starts over.
+  void carry_counts(std::uint32_t stream);
 
   Pipeline& pipeline_;
   const Config& config_;
