@@ -358,12 +358,26 @@ std::optional<RelaxedRegex> relax_counted_repetitions(std::string_view re) {
   return out;
 }
 
-// RE2 for one expression, built on first use: a database read from the cache was compiled from patterns RE2
-// accepted (the cache is written only then), and a compile drops the RE2s it checks them with, so start-up keeps
+// How RE2 is asked about an expression. RE2 answers an unanchored question with captures by running its DFA forward to
+// the match's end, a second DFA backward over the reversed expression to its start, and a backtracker over the match
+// alone; the DFAs and the reversed program are built on the first question, which costs 0.1-0.3 ms per expression
+// (most of RE2's part in a scan of a million lines, where a few dozen expressions hit a few times each). Asked about
+// the expression behind a lazy `.*?`, anchored at the text's start, RE2 goes straight to its backtracker over the
+// line, with nothing built: the same match, the same captures (an unanchored search is that lazy prefix), a little
+// dearer per question (~1 us against ~0.5 on a 300-byte line). So an expression is asked in the first form until
+// it has been asked kAskedBeforeSearch times, then in the second.
+enum class Form : std::uint8_t {
+  leftmost,  // ".*?(?:expression)", anchored at the start: the backtracker alone
+  searched,  // the expression, unanchored: RE2's DFAs, built on first use
+};
+constexpr std::size_t kForms = 2;
+
+// RE2 for one expression in one form, built on first use: a database read from the cache was compiled from patterns
+// RE2 accepted (the cache is written only then), and a compile drops the RE2s it checks them with, so start-up keeps
 // none; a scan builds those of the lines that hit.
 // Where a relaxed copy applies, the scan asks the copy, and the expression itself (whose counted repetitions make it
 // the costlier of the two to build, up to a few milliseconds) is built only when a capture is over its bound.
-struct LazyRegex {
+struct FormRegex {
   std::once_flag once;        // the relaxed copy, where one applies; else the expression itself
   std::once_flag exact_once;  // the expression itself
   std::unique_ptr<RE2> re;    // the expression itself, once asked for (exact_for); !ok(): RE2 rejects it
@@ -373,10 +387,20 @@ struct LazyRegex {
   std::vector<std::pair<int, std::string>> relaxed_groups;  // the same names, their groups in the copy
   std::vector<std::pair<int, std::size_t>> relaxed_bounds;  // (group, most bytes) per relaxed repetition
   int relaxed_count = 0;                                    // groups to ask the copy for
+};
+
+struct LazyRegex {
+  FormRegex form[kForms];
   // The most bytes a match of the expression spans (Hyperscan's max_width; kUnbounded when it has no bound).
   std::once_flag width_once;
   std::size_t max_width = 0;
 };
+
+// The text RE2 compiles for an expression (or its relaxed copy) in `form`. The group adds no capture: group numbers
+// and names are the expression's.
+std::string pattern_in(Form form, const std::string& regex) {
+  return form == Form::leftmost ? ".*?(?:" + regex + ")" : regex;
+}
 
 constexpr std::size_t kUnbounded = std::numeric_limits<std::size_t>::max();
 
@@ -420,14 +444,14 @@ struct CompiledRules::Impl {
     return options;
   }
 
-  // The expression's RE2 for a scan, built on first use (thread-safe): its relaxed copy where one applies (`relaxed`
-  // set, `re` not built yet), else the expression itself (`re`).
-  const LazyRegex& regex_for(std::size_t expr) const {
-    LazyRegex& l = lazy[expr];
-    std::call_once(l.once, [&] {
-      if (!relax_repetitions || !may_capture(regex[expr]) || !build_relaxed(l, expr)) (void)exact_for(expr);
+  // The expression's RE2 in `form` for a scan, built on first use (thread-safe): its relaxed copy where one applies
+  // (`relaxed` set, `re` not built yet), else the expression itself (`re`).
+  const FormRegex& regex_for(std::size_t expr, Form form) const {
+    FormRegex& f = lazy[expr].form[static_cast<std::size_t>(form)];
+    std::call_once(f.once, [&] {
+      if (!relax_repetitions || !may_capture(regex[expr]) || !build_relaxed(f, expr, form)) (void)exact_for(expr, form);
     });
-    return l;
+    return f;
   }
 
   // The most bytes a match of the expression spans, asked of Hyperscan on first use (thread-safe); kUnbounded where
@@ -449,27 +473,27 @@ struct CompiledRules::Impl {
     return l.max_width;
   }
 
-  // The expression itself, built on first use (thread-safe): `re` and `groups` are set.
-  const LazyRegex& exact_for(std::size_t expr) const {
-    LazyRegex& l = lazy[expr];
-    std::call_once(l.exact_once, [&] {
-      l.re = std::make_unique<RE2>(regex[expr], options_for(caseless[expr] != 0));
+  // The expression itself in `form`, built on first use (thread-safe): `re` and `groups` are set.
+  const FormRegex& exact_for(std::size_t expr, Form form = Form::searched) const {
+    FormRegex& f = lazy[expr].form[static_cast<std::size_t>(form)];
+    std::call_once(f.exact_once, [&] {
+      f.re = std::make_unique<RE2>(pattern_in(form, regex[expr]), options_for(caseless[expr] != 0));
       regexes_built.fetch_add(1, std::memory_order_relaxed);
-      if (!l.re->ok()) return;
-      for (const auto& [name, index] : l.re->NamedCapturingGroups()) l.groups.emplace_back(index, name);
-      std::sort(l.groups.begin(), l.groups.end());
+      if (!f.re->ok()) return;
+      for (const auto& [name, index] : f.re->NamedCapturingGroups()) f.groups.emplace_back(index, name);
+      std::sort(f.groups.begin(), f.groups.end());
     });
-    return l;
+    return f;
   }
 
  private:
   // The relaxed copy of the expression, when it has long counted repetitions and named captures (a yes or no alone
   // is the DFA's, with nothing to gain). The copy's named groups other than the relaxed repetitions' are the
   // expression's, in the same order: the copy only adds groups.
-  bool build_relaxed(LazyRegex& l, std::size_t expr) const {
+  bool build_relaxed(FormRegex& f, std::size_t expr, Form form) const {
     auto relaxed = relax_counted_repetitions(regex[expr]);
     if (!relaxed) return false;
-    auto copy = std::make_unique<RE2>(relaxed->regex, options_for(caseless[expr] != 0));
+    auto copy = std::make_unique<RE2>(pattern_in(form, relaxed->regex), options_for(caseless[expr] != 0));
     regexes_built.fetch_add(1, std::memory_order_relaxed);
     if (!copy->ok()) return false;
     const auto& named = copy->NamedCapturingGroups();
@@ -477,13 +501,13 @@ struct CompiledRules::Impl {
       return std::any_of(relaxed->bounds.begin(), relaxed->bounds.end(), [&](const auto& b) { return b.first == name; });
     };
     for (const auto& [name, index] : named) {
-      if (!relaxing(name)) l.relaxed_groups.emplace_back(index, name);
+      if (!relaxing(name)) f.relaxed_groups.emplace_back(index, name);
     }
-    if (l.relaxed_groups.empty()) return false;
-    std::sort(l.relaxed_groups.begin(), l.relaxed_groups.end());
-    for (const auto& [name, most] : relaxed->bounds) l.relaxed_bounds.emplace_back(named.at(name), most);
-    l.relaxed_count = copy->NumberOfCapturingGroups() + 1;
-    l.relaxed = std::move(copy);
+    if (f.relaxed_groups.empty()) return false;
+    std::sort(f.relaxed_groups.begin(), f.relaxed_groups.end());
+    for (const auto& [name, most] : relaxed->bounds) f.relaxed_bounds.emplace_back(named.at(name), most);
+    f.relaxed_count = copy->NumberOfCapturingGroups() + 1;
+    f.relaxed = std::move(copy);
     return true;
   }
 };
@@ -667,7 +691,7 @@ struct Scanner::Impl {
   // on (the byte before it read as context), and the same text (a warning printed again under another prefix) is
   // answered from here without asking.
   struct Recent {
-    std::uint32_t asked = 0;  // times RE2 was asked about the expression (up to kAskedBeforeWidth)
+    std::uint32_t asked = 0;  // times RE2 was asked about the expression (up to kAskedBeforeSearch)
     bool valid = false;
     bool matched = false;
     char before = 0;  // the byte before the text; '\n' (which no line holds) where it began at the line's start
@@ -677,6 +701,9 @@ struct Scanner::Impl {
   std::vector<Recent> recent;
   static constexpr std::size_t kRecentText = 1024;  // a longer text is asked about each time, not kept
   static constexpr std::uint32_t kAskedBeforeWidth = 16;  // before that, RE2 is asked about the whole line
+  // Before that, RE2 is asked in Form::leftmost (see Form). At ~0.2 ms for the DFAs against ~0.5 us more per question,
+  // they pay for themselves after a few hundred questions.
+  static constexpr std::uint32_t kAskedBeforeSearch = 256;
   std::vector<re2::StringPiece> groups;
   const RecordBatch* batch = nullptr;
   std::size_t span_offset = 0;  // batch offset of the span being scanned
@@ -716,7 +743,7 @@ struct Scanner::Impl {
     // (The width costs a parse of the expression, ~0.1 ms, so only an expression asked about often asks for it.)
     if (recent.size() <= expr) recent.resize(compiled.ids.size());
     Recent& r = recent[expr];
-    if (r.asked < kAskedBeforeWidth) ++r.asked;
+    if (r.asked < kAskedBeforeSearch) ++r.asked;
     const std::size_t width = r.asked >= kAskedBeforeWidth ? compiled.max_width_of(expr) : kUnbounded;
     const std::size_t from = width != kUnbounded && first_end > width ? first_end - width : 0;
     const std::string_view asked = text.substr(from);
@@ -726,7 +753,8 @@ struct Scanner::Impl {
       return r.matched;
     }
     const std::size_t had = fields.size();
-    const bool matched = match_re2(compiled, text, from, expr, fields);
+    const Form form = r.asked >= kAskedBeforeSearch ? Form::searched : Form::leftmost;
+    const bool matched = match_re2(compiled, text, from, expr, form, fields);
     r.valid = asked.size() <= kRecentText;
     if (r.valid) {
       r.matched = matched;
@@ -737,17 +765,18 @@ struct Scanner::Impl {
     return matched;
   }
 
-  // RE2's first match of `expr` in `text` starting at or after `from` (the text before it is context), its named
-  // captures appended to `fields`; false if none.
+  // RE2's first match of `expr` in `text` starting at or after `from` (the text before it is context), asked in
+  // `form`, its named captures appended to `fields`; false if none.
   bool match_re2(const CompiledRules::Impl& compiled, std::string_view text, std::size_t from, std::uint32_t expr,
-                 Fields& fields) {
-    const LazyRegex& l = compiled.regex_for(expr);
+                 Form form, Fields& fields) {
+    const FormRegex& l = compiled.regex_for(expr, form);
     const re2::StringPiece piece(text.data(), text.size());
+    const RE2::Anchor anchor = form == Form::leftmost ? RE2::ANCHOR_START : RE2::UNANCHORED;
     // The relaxed copy first (see RelaxedRegex): no match there is no match of the expression either.
     const std::vector<std::pair<int, std::string>>* relaxed_wanted = nullptr;
     if (l.relaxed) {
       groups.assign(static_cast<std::size_t>(l.relaxed_count), re2::StringPiece());
-      if (!l.relaxed->Match(piece, from, text.size(), RE2::UNANCHORED, groups.data(), l.relaxed_count)) return false;
+      if (!l.relaxed->Match(piece, from, text.size(), anchor, groups.data(), l.relaxed_count)) return false;
       const bool within = std::all_of(l.relaxed_bounds.begin(), l.relaxed_bounds.end(), [&](const auto& b) {
         return groups[static_cast<std::size_t>(b.first)].size() <= b.second;
       });
@@ -755,13 +784,13 @@ struct Scanner::Impl {
     }
     // Else the expression itself. Without named captures only "does it match within the line" is asked: RE2
     // answers that with its DFA alone.
-    const LazyRegex& exact = relaxed_wanted != nullptr || !l.relaxed ? l : compiled.exact_for(expr);
+    const FormRegex& exact = relaxed_wanted != nullptr || !l.relaxed ? l : compiled.exact_for(expr, form);
     if (relaxed_wanted == nullptr && !exact.re->ok()) return false;  // rejected: reported when compiled, never a hit
     const auto& wanted = relaxed_wanted != nullptr ? *relaxed_wanted : exact.groups;
     if (relaxed_wanted == nullptr) {
       int n = wanted.empty() ? 0 : wanted.back().first + 1;
       groups.assign(static_cast<std::size_t>(n), re2::StringPiece());
-      if (!exact.re->Match(piece, from, text.size(), RE2::UNANCHORED, groups.data(), n)) {
+      if (!exact.re->Match(piece, from, text.size(), anchor, groups.data(), n)) {
         return false;  // the Hyperscan match spanned lines
       }
     }
