@@ -359,13 +359,16 @@ std::optional<RelaxedRegex> relax_counted_repetitions(std::string_view re) {
 }
 
 // How RE2 is asked about an expression. RE2 answers an unanchored question with captures by running its DFA forward to
-// the match's end, a second DFA backward over the reversed expression to its start, and a backtracker over the match
-// alone; the DFAs and the reversed program are built on the first question, which costs 0.1-0.3 ms per expression
-// (most of RE2's part in a scan of a million lines, where a few dozen expressions hit a few times each). Asked about
-// the expression behind a lazy `.*?`, anchored at the text's start, RE2 goes straight to its backtracker over the
-// line, with nothing built: the same match, the same captures (an unanchored search is that lazy prefix), a little
-// dearer per question (~1 us against ~0.5 on a 300-byte line). So an expression is asked in the first form until
-// it has been asked kAskedBeforeSearch times, then in the second.
+// the match's end, a second DFA backward over the reversed expression to its start, and its bit-state backtracker
+// over the match alone; the DFAs and the reversed program are built on the first question, which costs 0.1-0.3 ms
+// per expression (most of RE2's part in a scan of a million lines, where a few dozen expressions hit a few times
+// each). Asked about the expression behind a lazy `.*?`, anchored at the text's start, RE2 goes straight to the
+// backtracker over the line, with nothing built: the same match, the same captures (an unanchored search is that
+// lazy prefix), a little dearer per question (~1 us against ~0.5 on a 300-byte line). The backtracker visits each
+// (instruction, byte) pair at most once, so it is linear in the line like the rest of RE2, and RE2 uses it only where
+// that bitmap is small (a longer line goes to the anchored DFA). So an expression is asked in the first form until
+// it has been asked kAskedBeforeSearch times or the backtracker may have done about as much work as the DFAs cost to
+// build, then in the second.
 enum class Form : std::uint8_t {
   leftmost,  // ".*?(?:expression)", anchored at the start: the backtracker alone
   searched,  // the expression, unanchored: RE2's DFAs, built on first use
@@ -692,6 +695,7 @@ struct Scanner::Impl {
   // answered from here without asking.
   struct Recent {
     std::uint32_t asked = 0;  // times RE2 was asked about the expression (up to kAskedBeforeSearch)
+    std::uint64_t leftmost_steps = 0;  // program size times bytes asked about in Form::leftmost
     bool valid = false;
     bool matched = false;
     char before = 0;  // the byte before the text; '\n' (which no line holds) where it began at the line's start
@@ -701,9 +705,12 @@ struct Scanner::Impl {
   std::vector<Recent> recent;
   static constexpr std::size_t kRecentText = 1024;  // a longer text is asked about each time, not kept
   static constexpr std::uint32_t kAskedBeforeWidth = 16;  // before that, RE2 is asked about the whole line
-  // Before that, RE2 is asked in Form::leftmost (see Form). At ~0.2 ms for the DFAs against ~0.5 us more per question,
-  // they pay for themselves after a few hundred questions.
+  // RE2 is asked in Form::leftmost (see Form) until it has been asked this often about an expression, or the program
+  // size times the bytes asked about (a bound on the backtracker's steps) reaches kLeftmostSteps: at ~0.2 ms for the
+  // DFAs against ~0.5 us more per question, they pay for themselves after a few hundred questions, sooner where
+  // questions are long or the program large.
   static constexpr std::uint32_t kAskedBeforeSearch = 256;
+  static constexpr std::uint64_t kLeftmostSteps = std::uint64_t{1} << 22;
   std::vector<re2::StringPiece> groups;
   const RecordBatch* batch = nullptr;
   std::size_t span_offset = 0;  // batch offset of the span being scanned
@@ -753,8 +760,10 @@ struct Scanner::Impl {
       return r.matched;
     }
     const std::size_t had = fields.size();
-    const Form form = r.asked >= kAskedBeforeSearch ? Form::searched : Form::leftmost;
+    const Form form =
+        r.asked >= kAskedBeforeSearch || r.leftmost_steps >= kLeftmostSteps ? Form::searched : Form::leftmost;
     const bool matched = match_re2(compiled, text, from, expr, form, fields);
+    if (form == Form::leftmost) r.leftmost_steps += leftmost_size(compiled, expr) * asked.size();
     r.valid = asked.size() <= kRecentText;
     if (r.valid) {
       r.matched = matched;
@@ -763,6 +772,13 @@ struct Scanner::Impl {
       r.captures.assign(fields.begin() + static_cast<std::ptrdiff_t>(had), fields.end());
     }
     return matched;
+  }
+
+  // The size of the program Form::leftmost asks first (the relaxed copy where there is one), once built.
+  static std::uint64_t leftmost_size(const CompiledRules::Impl& compiled, std::uint32_t expr) {
+    const FormRegex& f = compiled.regex_for(expr, Form::leftmost);
+    const RE2* re = f.relaxed ? f.relaxed.get() : f.re.get();
+    return re != nullptr && re->ok() ? static_cast<std::uint64_t>(re->ProgramSize()) : 0;
   }
 
   // RE2's first match of `expr` in `text` starting at or after `from` (the text before it is context), asked in
