@@ -785,22 +785,22 @@ struct Scanner::Impl {
   // `form`, its named captures appended to `fields`; false if none.
   bool match_re2(const CompiledRules::Impl& compiled, std::string_view text, std::size_t from, std::uint32_t expr,
                  Form form, Fields& fields) {
-    const FormRegex& l = compiled.regex_for(expr, form);
+    const FormRegex& f = compiled.regex_for(expr, form);
     const re2::StringPiece piece(text.data(), text.size());
     const RE2::Anchor anchor = form == Form::leftmost ? RE2::ANCHOR_START : RE2::UNANCHORED;
     // The relaxed copy first (see RelaxedRegex): no match there is no match of the expression either.
     const std::vector<std::pair<int, std::string>>* relaxed_wanted = nullptr;
-    if (l.relaxed) {
-      groups.assign(static_cast<std::size_t>(l.relaxed_count), re2::StringPiece());
-      if (!l.relaxed->Match(piece, from, text.size(), anchor, groups.data(), l.relaxed_count)) return false;
-      const bool within = std::all_of(l.relaxed_bounds.begin(), l.relaxed_bounds.end(), [&](const auto& b) {
+    if (f.relaxed) {
+      groups.assign(static_cast<std::size_t>(f.relaxed_count), re2::StringPiece());
+      if (!f.relaxed->Match(piece, from, text.size(), anchor, groups.data(), f.relaxed_count)) return false;
+      const bool within = std::all_of(f.relaxed_bounds.begin(), f.relaxed_bounds.end(), [&](const auto& b) {
         return groups[static_cast<std::size_t>(b.first)].size() <= b.second;
       });
-      if (within) relaxed_wanted = &l.relaxed_groups;
+      if (within) relaxed_wanted = &f.relaxed_groups;
     }
     // Else the expression itself. Without named captures only "does it match within the line" is asked: RE2
     // answers that with its DFA alone.
-    const FormRegex& exact = relaxed_wanted != nullptr || !l.relaxed ? l : compiled.exact_for(expr, form);
+    const FormRegex& exact = relaxed_wanted != nullptr || !f.relaxed ? f : compiled.exact_for(expr, form);
     if (relaxed_wanted == nullptr && !exact.re->ok()) return false;  // rejected: reported when compiled, never a hit
     const auto& wanted = relaxed_wanted != nullptr ? *relaxed_wanted : exact.groups;
     if (relaxed_wanted == nullptr) {

@@ -286,7 +286,6 @@ TEST_CASE("a captured capability is normalised where it is captured", "[match][t
 
 namespace {
 
-// Every hit of `lines` as text: record, rule, event and each field, for comparing two compilations.
 // Every hit of `lines` as "line rule/event field=value...", scanned in batches of up to 4,096 lines by one scanner,
 // or by a fresh scanner every `per_scanner` lines (a scanner asks RE2 in one form until it has asked about an
 // expression a few hundred times, then in another: see Form in daemon/match/match.cpp).
@@ -399,7 +398,8 @@ rules:
   lines.push_back("qx" + std::string(35, 'a') + "y)bxay)1");  // an earlier round of a repeated group over its bound
   const auto exact = hits_as_text(compiled(load(), false), lines);
   REQUIRE(exact.size() > 5000);
-  // One scanner (RE2 asked in both forms), and a scanner per 200 lines (the first form only).
+  // One scanner (RE2 asked in both forms), and a scanner per 200 lines (the first form only: 200 questions about
+  // lines this short stay under both of its limits).
   for (const std::size_t per_scanner : {std::size_t{0}, std::size_t{200}}) {
     INFO("a fresh scanner every " << per_scanner << " lines (0: one scanner)");
     const auto relaxed = hits_as_text(compiled(load(), true), lines, per_scanner);
@@ -514,7 +514,8 @@ TEST_CASE("captures are RE2's first match in the whole line, asked from where it
   }
   // Found: the scanner's hits, their fields in the same order. One scanner asks RE2 about each expression in the
   // form that needs nothing built until it has asked a few hundred times, then in the form whose DFAs it builds; a
-  // fresh scanner every 200 lines asks in the first form only. Both must find what RE2 alone finds.
+  // fresh scanner every 200 lines asks in the first form only (200 questions about lines this short stay under both
+  // of its limits). Both must find what RE2 alone finds.
   for (const std::size_t per_scanner : {std::size_t{0}, std::size_t{200}}) {
     INFO("a fresh scanner every " << per_scanner << " lines (0: one scanner)");
     std::multiset<std::string> found;
