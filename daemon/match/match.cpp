@@ -390,6 +390,12 @@ struct FormRegex {
   std::vector<std::pair<int, std::string>> relaxed_groups;  // the same names, their groups in the copy
   std::vector<std::pair<int, std::size_t>> relaxed_bounds;  // (group, most bytes) per relaxed repetition
   int relaxed_count = 0;                                    // groups to ask the copy for
+
+  // The size of the program a question asks first (the relaxed copy where there is one); 0 before it is built.
+  std::uint64_t first_program_size() const {
+    const RE2* first = relaxed ? relaxed.get() : re.get();
+    return first != nullptr && first->ok() ? static_cast<std::uint64_t>(first->ProgramSize()) : 0;
+  }
 };
 
 struct LazyRegex {
@@ -763,7 +769,9 @@ struct Scanner::Impl {
     const Form form =
         r.asked >= kAskedBeforeSearch || r.leftmost_steps >= kLeftmostSteps ? Form::searched : Form::leftmost;
     const bool matched = match_re2(compiled, text, from, expr, form, fields);
-    if (form == Form::leftmost) r.leftmost_steps += leftmost_size(compiled, expr) * asked.size();
+    if (form == Form::leftmost) {
+      r.leftmost_steps += compiled.regex_for(expr, Form::leftmost).first_program_size() * asked.size();
+    }
     r.valid = asked.size() <= kRecentText;
     if (r.valid) {
       r.matched = matched;
@@ -772,13 +780,6 @@ struct Scanner::Impl {
       r.captures.assign(fields.begin() + static_cast<std::ptrdiff_t>(had), fields.end());
     }
     return matched;
-  }
-
-  // The size of the program Form::leftmost asks first (the relaxed copy where there is one), once built.
-  static std::uint64_t leftmost_size(const CompiledRules::Impl& compiled, std::uint32_t expr) {
-    const FormRegex& f = compiled.regex_for(expr, Form::leftmost);
-    const RE2* re = f.relaxed ? f.relaxed.get() : f.re.get();
-    return re != nullptr && re->ok() ? static_cast<std::uint64_t>(re->ProgramSize()) : 0;
   }
 
   // RE2's first match of `expr` in `text` starting at or after `from` (the text before it is context), asked in
