@@ -60,6 +60,29 @@ std::optional<Fingerprint> fingerprint_of_path(const std::string& path, std::siz
   return fingerprint_of(fd.get(), bytes);
 }
 
+std::uint64_t count_newlines(std::string_view bytes) {
+  // One byte-wide count per lane, summed before it can wrap: the compiler makes the inner loop a vector compare and
+  // subtract. (std::count widens every byte's result to 64 bits: ~0.27 ns a byte, 15 % of the daemon's CPU while it
+  // caught up on a backlog.)
+  constexpr std::size_t kLanes = 32;
+  constexpr std::size_t kBlock = kLanes * 255;
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  std::size_t left = bytes.size();
+  std::uint64_t total = 0;
+  while (left >= kLanes) {
+    const std::size_t block = std::min(left, kBlock) / kLanes * kLanes;
+    unsigned char lanes[kLanes] = {};
+    for (std::size_t i = 0; i < block; i += kLanes) {
+      for (std::size_t k = 0; k < kLanes; ++k) lanes[k] = static_cast<unsigned char>(lanes[k] + (p[i + k] == '\n'));
+    }
+    for (std::size_t k = 0; k < kLanes; ++k) total += lanes[k];
+    p += block;
+    left -= block;
+  }
+  for (std::size_t i = 0; i < left; ++i) total += p[i] == '\n' ? 1 : 0;
+  return total;
+}
+
 std::uint64_t count_newlines(int fd, std::uint64_t from, std::uint64_t to) {
   std::uint64_t count = 0;
   std::string buf(256 * 1024, '\0');
@@ -67,7 +90,7 @@ std::uint64_t count_newlines(int fd, std::uint64_t from, std::uint64_t to) {
     std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), to - from));
     ssize_t n = pread_full(fd, buf.data(), want, from);
     if (n <= 0) break;
-    count += static_cast<std::uint64_t>(std::count(buf.data(), buf.data() + n, '\n'));
+    count += count_newlines(std::string_view(buf.data(), static_cast<std::size_t>(n)));
     from += static_cast<std::uint64_t>(n);
   }
   return count;

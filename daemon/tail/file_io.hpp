@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "faultline/tail.hpp"
@@ -47,7 +48,8 @@ std::optional<Fingerprint> fingerprint_of_path(const std::string& path, std::siz
 // The fingerprint of bytes already read (a file's first ones).
 Fingerprint fingerprint_of_bytes(std::string_view bytes);
 
-// Newlines in [from, to) of the file.
+// Newlines in `bytes`; in [from, to) of the file.
+std::uint64_t count_newlines(std::string_view bytes);
 std::uint64_t count_newlines(int fd, std::uint64_t from, std::uint64_t to);
 
 std::string dir_of(const std::string& path);   // "." for a bare name, "/" for a file in the root

@@ -238,7 +238,7 @@ std::size_t FileSource::read_stream(LogicalStream& s, std::size_t budget) {
       break;
     }
     std::string_view bytes(buf.data(), static_cast<std::size_t>(n));
-    auto nl = static_cast<std::uint64_t>(std::count(bytes.begin(), bytes.end(), '\n'));
+    const std::uint64_t nl = count_newlines(bytes);
     if (nl > 0) {
       f.line_next += nl;
       f.nl_end = f.offset + bytes.rfind('\n') + 1;

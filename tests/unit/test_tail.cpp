@@ -14,6 +14,7 @@
 
 #include "faultline/checkpoint.hpp"
 #include "faultline/tail.hpp"
+#include "tail/file_io.hpp"
 #include "tail_fixture.hpp"
 
 using namespace faultline;
@@ -495,4 +496,24 @@ TEST_CASE("the inotify reader owns its descriptor, adds watches and drains every
   std::size_t ignored = 0;
   other.drain([&](const InotifyEvent& ev) { ignored += (ev.mask & IN_IGNORED) ? 1 : 0; });
   CHECK(ignored == 1);
+}
+
+TEST_CASE("newlines are counted as a byte-by-byte count does, at every length, alignment and density") {
+  // The count keeps a byte-wide counter per lane and sums them before one can wrap: a text of nothing but newlines
+  // longer than 255 lanes' worth is the case that would wrap.
+  std::string text;
+  for (int i = 0; i < 40000; ++i) text += (i * 7919 % 13 == 0) ? '\n' : static_cast<char>('a' + i % 26);
+  text += std::string(3 * 32 * 255 + 17, '\n');
+  text += std::string(100, '\xff');  // bytes with the high bit set are not newlines
+  const auto slow = [](std::string_view s) { return static_cast<std::uint64_t>(std::count(s.begin(), s.end(), '\n')); };
+  for (std::size_t from : {0, 1, 3, 31, 32, 33}) {
+    for (std::size_t size : {0, 1, 31, 32, 33, 255, 8160, 8161, 40000, 65536}) {
+      const std::string_view piece = std::string_view(text).substr(from, size);
+      INFO("from " << from << ", " << piece.size() << " bytes");
+      CHECK(tail::count_newlines(piece) == slow(piece));
+    }
+  }
+  const std::string_view all_newlines = std::string_view(text).substr(40000, 3 * 32 * 255 + 17);
+  CHECK(tail::count_newlines(all_newlines) == all_newlines.size());
+  CHECK(tail::count_newlines(text) == slow(text));
 }
