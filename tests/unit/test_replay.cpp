@@ -108,6 +108,36 @@ TEST_CASE("bytes are fed as they come; end_stream() turns a last line without ne
   CHECK(replay.incidents()[0].severity == Severity::critical);
 }
 
+
+TEST_CASE("bytes fed that fill half a batch or more are scanned at once; fewer wait for more", "[replay]") {
+  // A read cut at its last newline never quite fills a batch: scanned at once, it is not copied out of the reader's
+  // buffer first. A few lines still wait (they are copied) so that reads of many streams share a batch.
+  ReplayOptions options{at(0), {}, {}};
+  options.pipeline.batch_bytes = 64 * 1024;
+  Replay replay(compile_yaml(kStagedRule), options);
+  auto s = replay.add_stream(named("pod"), raw());
+  const auto lines = [](int from, int count) {
+    std::string text;
+    for (int i = from; i < from + count; ++i) text += ts(0, "serving request " + std::to_string(i)) + "\n";
+    return text;
+  };
+  const std::string few = lines(0, 100);
+  REQUIRE(few.size() < 32 * 1024);
+  replay.feed(s, few);
+  CHECK(replay.stats().lines == 0);  // waits in the batch
+  std::string more = lines(100, 700);
+  REQUIRE(few.size() + more.size() >= 32 * 1024);
+  REQUIRE(few.size() + more.size() < 64 * 1024);
+  replay.feed(s, more);
+  CHECK(replay.stats().lines == 800);  // scanned without filling the batch
+  // The lines that waited were copied and are read correctly after the caller's bytes are gone.
+  std::string last = lines(800, 1) + ts(1, "Assertion failed: boom") + "\n";
+  replay.feed(s, last);
+  last.assign(last.size(), 'x');
+  replay.finish();
+  CHECK(replay.stats().lines == 802);
+  REQUIRE(replay.incidents().size() == 1);
+}
 TEST_CASE("a stream's dateless times are read against the clock when it is added", "[replay]") {
   // 2026-01-01 as the clock: a line printed as "01-01 00:00:05" (no year) is read in 2026.
   const Time clock = Time(std::chrono::seconds(1767225600));
