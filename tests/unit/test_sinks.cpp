@@ -48,6 +48,21 @@ TEST_CASE("default redaction masks secrets and leaves ordinary text", "[sinks]")
   CHECK(r->redact(plain) == plain);
 }
 
+TEST_CASE("redaction asks every pattern once any of them matches the line", "[sinks]") {
+  // The patterns are first asked all at once (most lines hold no secret); a line that holds several of different
+  // kinds, defaults and a custom one among them, has each masked.
+  RedactionOptions o;
+  o.patterns = {"ticket=(\\d{6})"};
+  auto r = Redactor::create(o);
+  REQUIRE(r);
+  CHECK(r->redact("ticket=123456 Bearer abcdefgh hf_abcdefghijklmnopqrstuvwxyz AKIAABCDEFGHIJKLMNOP") ==
+        "ticket=[REDACTED] Bearer [REDACTED] [REDACTED] [REDACTED]");
+  CHECK(r->redact("ticket=123456") == "ticket=[REDACTED]");
+  CHECK(r->redact("ticket=12345 is too short") == "ticket=12345 is too short");
+  // Case-insensitive patterns keep their flag in the set.
+  CHECK(r->redact("PASSWORD=hunter2") == "PASSWORD=[REDACTED]");
+}
+
 TEST_CASE("custom redaction patterns and caps", "[sinks]") {
   RedactionOptions o;
   o.defaults = false;
