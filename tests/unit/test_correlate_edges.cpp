@@ -3,6 +3,7 @@
 // time going back, one stream's time never gating another's deadlines, node clocks, holds bounded by wall time).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 
@@ -317,6 +318,40 @@ TEST_CASE("each stream's clock survives a checkpoint; a version 1 state is still
     REQUIRE(s.p.load_state(v1).ok());
     s.add("a.log");
     CHECK(s.p.now() <= at(1000));
+  }
+}
+
+TEST_CASE("every open incident survives a checkpoint, as it was, and resolves after the restart", "[correlate]") {
+  // The open incidents are written as their own JSON, one after the other: three of them, in three streams, one
+  // with a quote and a non-ASCII name in its evidence.
+  auto rules = compile_yaml(kOom);
+  std::string state;
+  std::vector<Incident> before;
+  {
+    Multi s(rules);
+    auto a = s.add("a.log");
+    auto b = s.add("b \"quoted\".log");
+    auto c = s.add("c-\xc3\xa9.log");
+    s.line(a, ts(0, "ERROR CUDA out of memory"));
+    s.line(b, ts(1, "ERROR CUDA out of memory \"on\" GPU 1"));
+    s.line(c, ts(2, "ERROR CUDA out of memory on GPU \xc3\xa9"));
+    REQUIRE(s.out.size() == 3);
+    before = s.out;
+    state = s.p.save_state();
+  }
+  Multi s(rules);
+  REQUIRE(s.p.load_state(state).ok());
+  auto a = s.add("a.log");
+  auto b = s.add("b \"quoted\".log");
+  auto c = s.add("c-\xc3\xa9.log");
+  for (auto stream : {a, b, c}) s.line(stream, ts(1900, "INFO goes on"));
+  s.p.advance(at(1));
+  REQUIRE(s.resolved() == 3);
+  for (const auto& open : before) {
+    const auto same = std::find_if(s.out.begin(), s.out.end(), [&](const Incident& i) { return i.id == open.id; });
+    REQUIRE(same != s.out.end());
+    CHECK(same->evidence.front().text == open.evidence.front().text);
+    CHECK(same->first_seen == open.first_seen);
   }
 }
 
