@@ -19,7 +19,7 @@
 namespace faultline::tail {
 
 UniqueFd FileSource::open_by_name(const FollowedFile& f) const {
-  UniqueFd fd(::open(f.open_path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(open_for_reading(f.open_path));
   if (!fd.valid()) return fd;
   struct stat st;
   if (::fstat(fd.get(), &st) != 0 || static_cast<std::uint64_t>(st.st_dev) != f.key.first ||

@@ -229,7 +229,7 @@ FollowedFile* FileSource::discover(const Candidate& c) {
     return nullptr;
   }
   // Beyond max_open_files the file is looked at through a descriptor held only here, then parked (descriptors.cpp).
-  UniqueFd fd(::open(c.path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(open_for_reading(c.path));
   if (!fd.valid()) {
     if (errno != ENOENT) {
       ++stats.unreadable;

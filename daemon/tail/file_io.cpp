@@ -29,6 +29,12 @@ void UniqueFd::reset(int fd) {
   fd_ = fd;
 }
 
+int open_for_reading(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOATIME);
+  if (fd >= 0 || errno != EPERM) return fd;
+  return ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+}
+
 ssize_t pread_full(int fd, char* buf, std::size_t want, std::uint64_t offset) {
   std::size_t got = 0;
   while (got < want) {
@@ -55,7 +61,7 @@ std::optional<Fingerprint> fingerprint_of(int fd, std::size_t bytes) {
 }
 
 std::optional<Fingerprint> fingerprint_of_path(const std::string& path, std::size_t bytes) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(open_for_reading(path));
   if (!fd.valid()) return std::nullopt;
   return fingerprint_of(fd.get(), bytes);
 }

@@ -39,6 +39,11 @@ class UniqueFd {
   int fd_ = -1;
 };
 
+// Opens a followed file for reading. Reads do not update its access time where the system lets this process say so
+// (O_NOATIME: the file's owner or CAP_FOWNER; else it is opened without): a log written all the time had its inode
+// dirtied, and journalled, by every read after a write (relatime). -1 and errno as open(2) when it cannot be opened.
+int open_for_reading(const std::string& path);
+
 // Reads up to `want` bytes at `offset`; short only at the end of the file or on error (-1 when nothing was read).
 ssize_t pread_full(int fd, char* buf, std::size_t want, std::uint64_t offset);
 

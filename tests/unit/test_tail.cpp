@@ -3,6 +3,7 @@
 // test_tail_rotation.cpp; wake-ups (inotify coverage, the poll fallback): test_tail_watch.cpp.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -191,6 +192,30 @@ TEST_CASE_METHOD(TailFixture, "a file is read from the beginning, then followed 
   CHECK(*find_field(s->identity.labels, "node") == "node-a");
   CHECK(*find_field(s->identity.labels, "source") == "file");
   CHECK(r.tailer.stats().watched_files == 1);
+}
+
+TEST_CASE_METHOD(TailFixture, "reading a followed file does not touch its access time") {
+  // A log is written all the time: with relatime, every read after a write would update the inode's access time
+  // (and journal it). The tailer opens files with O_NOATIME (it owns them here).
+  write(t / "app.log", lines(1, 3));
+  {
+    tail::UniqueFd fd(tail::open_for_reading(t / "app.log"));
+    REQUIRE(fd.get() >= 0);
+    CHECK((::fcntl(fd.get(), F_GETFL) & O_NOATIME) != 0);
+  }
+  // An access time older than the last write: a read without O_NOATIME updates it under relatime and strictatime.
+  const struct timespec times[2] = {{1000, 0}, {0, UTIME_OMIT}};
+  REQUIRE(::utimensat(AT_FDCWD, (t / "app.log").c_str(), times, 0) == 0);
+  auto& r = start(files(t / "*.log"));
+  r.step();
+  REQUIRE(r.rec.data_of(t / "app.log") == lines(1, 3));
+  write(t / "app.log", lines(4, 5));
+  REQUIRE(::utimensat(AT_FDCWD, (t / "app.log").c_str(), times, 0) == 0);
+  r.step();
+  REQUIRE(r.rec.data_of(t / "app.log") == lines(1, 5));
+  struct stat st {};
+  REQUIRE(::stat((t / "app.log").c_str(), &st) == 0);
+  CHECK(st.st_atim.tv_sec == 1000);
 }
 
 TEST_CASE_METHOD(TailFixture, "start_at end skips what existing files hold at the first start only") {
