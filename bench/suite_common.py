@@ -361,6 +361,28 @@ def Daemon(exe: str, workdir: str, sources: list[str], rules: str, extra: list[s
                      output="off", log_level="warn", exe=exe).start(wait=False)
 
 
+def read_chars(pid: int) -> int:
+    """Bytes the process has read so far (/proc/PID/io rchar)."""
+    with open("/proc/%d/io" % pid) as f:
+        for line in f:
+            if line.startswith("rchar:"):
+                return int(line.split()[1])
+    return 0
+
+
+def wait_read(d: tl.Daemon, target: int, timeout: float, poll: float = 0.005) -> tuple[bool, float]:
+    """Polls /proc/<pid>/io until the daemon has read `target` bytes in all (the metrics publish their byte and line
+    counts once a second: a wait on them ends on a tick). Returns (reached, monotonic time seen)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if read_chars(d.pid) >= target:
+            return True, time.monotonic()
+        if d.proc.poll() is not None:
+            raise RuntimeError("faultline run exited:\n" + d.log_text(3000))
+        time.sleep(poll)
+    return False, time.monotonic()
+
+
 def wait_metric(d: tl.Daemon, name: str, target: float, timeout: float, poll: float = 0.05) -> tuple[bool, float, dict]:
     """Polls /metrics until `name` >= target. Returns (reached, monotonic time seen, metrics)."""
     deadline = time.monotonic() + timeout

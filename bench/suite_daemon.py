@@ -45,6 +45,7 @@ def section_follow(ctx: dict) -> dict:
             d.wait_ready(60)
             cpu0 = d.cpu_seconds()
             b0, _ = cpu_jiffies()
+            read0 = read_chars(d.pid)
             fd = os.open(target, os.O_WRONLY | os.O_APPEND)
             t0 = time.monotonic()
             with open(src, "rb") as f:
@@ -55,13 +56,15 @@ def section_follow(ctx: dict) -> dict:
                     write_all(fd, memoryview(chunk))
             t_written = time.monotonic()
             os.close(fd)
-            # faultline_bytes_read_total moves as soon as bytes are fed to the pipeline, which scans and correlates
-            # them before the next wake-up; faultline_lines_read_total is only updated once a second (metrics tick).
-            ok, t1, m = wait_metric(d, "faultline_bytes_read_total", size, timeout=600, poll=0.01)
+            # Done when the daemon has read every byte written (/proc/PID/io): each read is scanned and correlated
+            # before the next one. The metrics publish their counts once a second, so a wait on them ends on a tick;
+            # they are checked afterwards.
+            ok, t1 = wait_read(d, read0 + size, timeout=600)
             cpu1 = d.cpu_seconds()
             b1, _ = cpu_jiffies()
-            ok2, _, m = wait_metric(d, "faultline_lines_read_total", expect["records"], timeout=10, poll=0.1)
-            ok = ok and ok2
+            ok2, _, m = wait_metric(d, "faultline_bytes_read_total", size, timeout=10, poll=0.1)
+            ok3, _, m = wait_metric(d, "faultline_lines_read_total", expect["records"], timeout=10, poll=0.1)
+            ok = ok and ok2 and ok3
             elapsed = t1 - t0
             r = {"ok": ok, "seconds": elapsed, "write_seconds": t_written - t0,
                  "lines_written": expect["lines"], "records_expected": expect["records"],

@@ -310,9 +310,10 @@ def render(raw: dict) -> str:
                  "corpus (%.0f MB) in 1 MiB writes as fast as it can; the run ends when `faultline_lines_read_total` "
                  "must reach the number of records the decoder makes of those lines (a physical line holding `\\r` is "
                  "several records; fl_count gives the exact figure). Lines/s = physical lines written ÷ time from the "
-                 "first write until `faultline_bytes_read_total` reaches the bytes written (polled every 10 ms; bytes are "
-                 "scanned and correlated in the loop iteration that reads them), then `faultline_lines_read_total` "
-                 "(updated once a second) is checked against the record count. Writer and daemon share the 2 cores."
+                 "first write until the daemon has read the bytes written (`rchar` of `/proc/PID/io`, polled every 5 ms; "
+                 "each read is scanned and correlated before the next); then `faultline_bytes_read_total` and "
+                 "`faultline_lines_read_total` (published once a second) are checked against the bytes and the record "
+                 "count. Writer and daemon share the 2 cores."
                  % (rr[0]["lines_written"], fo["bytes"] / 1e6))
         L.append("")
         L.append("| lines/s | writer done after | daemon CPU | lines per CPU-second | read = written (lines, bytes) | shed | machine busy |")
