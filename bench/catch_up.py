@@ -42,6 +42,16 @@ def revisions(incidents) -> set:
     return {(i["rule"], i["stream"], i["first_seen"], i["revision"], i.get("count", 1)) for i in incidents}
 
 
+def machine() -> str:
+    model = "unknown CPU"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return "%s, %d cores" % (model, os.cpu_count() or 0)
+
+
 def thread_cpu(pid: int, tid: int) -> float:
     with open("/proc/%d/task/%d/stat" % (pid, tid)) as f:
         fields = f.read().rsplit(")", 1)[1].split()
@@ -112,7 +122,9 @@ def main() -> int:
         ran = {r for r in ran_all if own(r)}
         scanned = {r for r in scanned_all if own(r)}
         secs = statistics.median(r["seconds"] for r in runs)
+        version = subprocess.run([tl.binary(), "version"], stdout=subprocess.PIPE, text=True).stdout.strip()
         figures = {
+            "when": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "machine": machine(), "version": version,
             "files": args.files, "lines": lines, "bytes": total, "runs": args.runs,
             "seconds": round(secs, 3),
             "seconds_min_max": [round(min(r["seconds"] for r in runs), 3), round(max(r["seconds"] for r in runs), 3)],
@@ -147,7 +159,8 @@ def write_results(f: dict, ok: bool) -> None:
         "## Catch-up (`bench/catch_up.py`)",
         "",
         f"`faultline run` started on {f['files']} files that already hold corpus B ({f['lines']:,} lines, "
-        f"{f['bytes'] / 1e6:.0f} MB in all), read from the beginning; median of {f['runs']} runs.",
+        f"{f['bytes'] / 1e6:.0f} MB in all), read from the beginning; median of {f['runs']} runs. Measured "
+        f"{f['when']} on {f['machine']}, {f['version']}.",
         "",
         "| figure | value |",
         "|---|---|",
