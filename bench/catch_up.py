@@ -31,25 +31,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 import faultline_testlib as tl  # noqa: E402
-from suite_common import corpus_of, read_chars  # noqa: E402
+from suite_common import corpus_of, machine_info, read_chars, replace_marked, revisions, verdict  # noqa: E402
 
 BEGIN, END = "<!-- BEGIN catch-up -->", "<!-- END catch-up -->"
 NODE = "catch-up"  # the node the daemon's files, and so the scan's, are logs of
-
-
-def revisions(incidents) -> set:
-    # As load_test.py: not the id (a daemon's ids name its node, a scan's do not).
-    return {(i["rule"], i["stream"], i["first_seen"], i["revision"], i.get("count", 1)) for i in incidents}
-
-
-def machine() -> str:
-    model = "unknown CPU"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return "%s, %d cores" % (model, os.cpu_count() or 0)
 
 
 def thread_cpu(pid: int, tid: int) -> float:
@@ -123,8 +108,9 @@ def main() -> int:
         scanned = {r for r in scanned_all if own(r)}
         secs = statistics.median(r["seconds"] for r in runs)
         version = subprocess.run([tl.binary(), "version"], stdout=subprocess.PIPE, text=True).stdout.strip()
+        machine = machine_info()
         figures = {
-            "when": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "machine": machine(), "version": version,
+            "when": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "machine": "%s, %d cores" % (machine["cpu"], machine["cores"]), "version": version,
             "files": args.files, "lines": lines, "bytes": total, "runs": args.runs,
             "seconds": round(secs, 3),
             "seconds_min_max": [round(min(r["seconds"] for r in runs), 3), round(max(r["seconds"] for r in runs), 3)],
@@ -138,21 +124,14 @@ def main() -> int:
             "missing": len(scanned - ran), "extra": len(ran - scanned),
             "node_revisions_run": len(ran_all - ran), "node_revisions_scan": len(scanned_all - scanned),
         }
-        print(json.dumps(figures, indent=2))
         ok = figures["all_read"] and not figures["missing"] and not figures["extra"] and figures["revisions_run"] > 0
-        if args.write_results:
-            write_results(figures, ok)
-        print("catch-up: " + ("PASS" if ok else "FAIL"))
-        return 0 if ok else 1
+        return verdict("catch-up", figures, ok, write_results if args.write_results else None)
     finally:
         tl.kill_all()
         work.cleanup()
 
 
 def write_results(f: dict, ok: bool) -> None:
-    path = os.path.join(HERE, "RESULTS.md")
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
     lo, hi = f["seconds_min_max"]
     body = "\n".join([
         BEGIN,
@@ -176,13 +155,7 @@ def write_results(f: dict, ok: bool) -> None:
         f"| verdict | {'PASS' if ok else 'FAIL'} |",
         END,
     ])
-    if BEGIN in text:
-        a, b = text.index(BEGIN), text.index(END) + len(END)
-        text = text[:a] + body + text[b:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + body + "\n"
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    replace_marked(os.path.join(HERE, "RESULTS.md"), BEGIN, END, body)
 
 
 if __name__ == "__main__":

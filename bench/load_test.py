@@ -27,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 import faultline_testlib as tl  # noqa: E402
+from suite_common import replace_marked, revisions, verdict  # noqa: E402
 
 BEGIN, END = "<!-- BEGIN load-test -->", "<!-- END load-test -->"
 OOM = ("ERROR torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
@@ -72,12 +73,6 @@ class Writer:
     def close(self) -> None:
         for fd in self.fds:
             os.close(fd)
-
-
-def revisions(incidents) -> set:
-    # Not the id: the daemon's ids include the node it runs on, a scan's do not. The same incident is the same rule,
-    # stream and first decisive line; the same revision has the same number and count.
-    return {(i["rule"], i["stream"], i["first_seen"], i["revision"], i.get("count", 1)) for i in incidents}
 
 
 def main() -> int:
@@ -151,22 +146,15 @@ def main() -> int:
             "rss_growth_mib": round(growth, 2),
             "cpu_percent_of_one_core": round(100.0 * cpu / (write_seconds + drain_seconds), 1),
         }
-        print(json.dumps(figures, indent=2))
         ok = (caught_up and lines_read == writer.written and not figures["missing"] and not figures["extra"]
               and figures["revisions_run"] > 0)
-        if args.write_results:
-            write_results(figures, ok)
-        print("load test: " + ("PASS" if ok else "FAIL"))
-        return 0 if ok else 1
+        return verdict("load test", figures, ok, write_results if args.write_results else None)
     finally:
         tl.kill_all()
         work.cleanup()
 
 
 def write_results(f: dict, ok: bool) -> None:
-    path = os.path.join(HERE, "RESULTS.md")
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
     body = "\n".join([
         BEGIN,
         "## Load (`bench/load_test.py`)",
@@ -186,13 +174,7 @@ def write_results(f: dict, ok: bool) -> None:
         f"| verdict | {'PASS' if ok else 'FAIL'} |",
         END,
     ])
-    if BEGIN in text:
-        a, b = text.index(BEGIN), text.index(END) + len(END)
-        text = text[:a] + body + text[b:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + body + "\n"
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    replace_marked(os.path.join(HERE, "RESULTS.md"), BEGIN, END, body)
 
 
 if __name__ == "__main__":

@@ -78,6 +78,37 @@ def machine_info() -> dict:
             "grep": ver(["grep", "--version"]), "python": sys.version.split()[0]}
 
 
+def revisions(incidents) -> set:
+    """Incident revisions as a daemon's and a scan's can be compared. Not the id: the daemon's ids include the node it
+    runs on, a scan's do not. The same incident is the same rule, stream and first decisive line; the same revision
+    has the same number and count."""
+    return {(i["rule"], i["stream"], i["first_seen"], i["revision"], i.get("count", 1)) for i in incidents}
+
+
+def verdict(name: str, figures: dict, ok: bool, write=None) -> int:
+    """A standalone benchmark's end: its figures (JSON) and verdict printed, `write(figures, ok)` called when given;
+    the exit status."""
+    print(json.dumps(figures, indent=2))
+    if write is not None:
+        write(figures, ok)
+    print("%s: %s" % (name, "PASS" if ok else "FAIL"))
+    return 0 if ok else 1
+
+
+def replace_marked(path: str, begin: str, end: str, body: str) -> None:
+    """Replaces the text from `begin` to `end` in the file at `path` with `body` (which holds both markers); appends
+    `body` when the file has no such section."""
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    if begin in text:
+        a, b = text.index(begin), text.index(end) + len(end)
+        text = text[:a] + body + text[b:]
+    else:
+        text = text.rstrip("\n") + "\n\n" + body + "\n"
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
 # ------------------------------------------------------------------------------------------------ stats
 
 
