@@ -89,8 +89,8 @@ def main() -> int:
         warm.stop()
         cache = os.path.join(work.path, "warm", "cache")
         runs = [one_run(work, logs, total, cache) for _ in range(args.runs)]
-        scan = subprocess.run([tl.binary(), "scan", "--rules", os.path.join(TOP, "rules"), "--node-name", NODE, "--json"]
-                              + logs, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        scan = subprocess.run([tl.binary(), "scan", "--rules", os.path.join(TOP, "rules"), "--node-name", NODE,
+                               "--json"] + logs, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         # With several files, the incidents of rules keyed by the node see the files' lines in the order they were
         # read: the daemon's reads take turns among the files, a scan reads one file after the other. Those are
         # counted, not compared; the files' own incidents must be the same.
@@ -104,7 +104,8 @@ def main() -> int:
         version = subprocess.run([tl.binary(), "version"], stdout=subprocess.PIPE, text=True).stdout.strip()
         machine = machine_info()
         figures = {
-            "when": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "machine": "%s, %d cores" % (machine["cpu"], machine["cores"]), "version": version,
+            "when": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "version": version,
+            "machine": "%s, %d cores" % (machine["cpu"], machine["cores"]),
             "files": args.files, "lines": lines, "bytes": total, "runs": args.runs,
             "seconds": round(secs, 3),
             "seconds_min_max": [round(min(r["seconds"] for r in runs), 3), round(max(r["seconds"] for r in runs), 3)],
