@@ -27,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
 import faultline_testlib as tl  # noqa: E402
-from suite_common import replace_marked, revisions, verdict  # noqa: E402
+from suite_common import revisions, verdict, write_figures  # noqa: E402
 
 BEGIN, END = "<!-- BEGIN load-test -->", "<!-- END load-test -->"
 OOM = ("ERROR torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
@@ -155,26 +155,15 @@ def main() -> int:
 
 
 def write_results(f: dict, ok: bool) -> None:
-    body = "\n".join([
-        BEGIN,
-        "## Load (`bench/load_test.py`)",
-        "",
+    write_figures(
+        os.path.join(HERE, "RESULTS.md"), BEGIN, END, "Load (`bench/load_test.py`)",
         f"`faultline run` following {f['files']} files while a writer appends {f['target_rate']:,} lines/s for "
         f"{f['seconds']} s (reached {f['achieved_rate']:,} lines/s), one CUDA OOM line per 2,000 per file.",
-        "",
-        "| figure | value |",
-        "|---|---|",
-        f"| lines written / read | {f['lines_written']:,} / {f['lines_read']:,} |",
-        f"| caught up after the writer stopped | {'yes' if f['caught_up'] else 'NO'}, {f['drain_seconds']} s |",
-        f"| incident revisions: run / scan (missing, extra) | {f['revisions_run']} / {f['revisions_scan']} "
-        f"({f['missing']}, {f['extra']}) |",
-        f"| RSS steady start / end / max | {f['rss_mib_start']} / {f['rss_mib_end']} / {f['rss_mib_max']} MiB "
-        f"(growth {f['rss_growth_mib']} MiB) |",
-        f"| daemon CPU | {f['cpu_percent_of_one_core']} % of one core |",
-        f"| verdict | {'PASS' if ok else 'FAIL'} |",
-        END,
-    ])
-    replace_marked(os.path.join(HERE, "RESULTS.md"), BEGIN, END, body)
+        [("lines written / read", f"{f['lines_written']:,} / {f['lines_read']:,}"),
+         ("caught up after the writer stopped", f"{'yes' if f['caught_up'] else 'NO'}, {f['drain_seconds']} s"),
+         ("RSS steady start / end / max", f"{f['rss_mib_start']} / {f['rss_mib_end']} / {f['rss_mib_max']} MiB "
+                                          f"(growth {f['rss_growth_mib']} MiB)"),
+         ("daemon CPU", f"{f['cpu_percent_of_one_core']} % of one core")], ok, f)
 
 
 if __name__ == "__main__":

@@ -95,6 +95,19 @@ def verdict(name: str, figures: dict, ok: bool, write=None) -> int:
     return 0 if ok else 1
 
 
+def write_figures(path: str, begin: str, end: str, title: str, intro: str, rows: list[tuple[str, str]], ok: bool,
+                  compared: dict) -> None:
+    """A standalone benchmark's section of RESULTS.md: its title, what it ran, a table of (figure, value) rows, the
+    run's incident revisions against scan's (`compared`: revisions_run, revisions_scan, missing, extra) and the
+    verdict."""
+    c = compared
+    rows = rows + [("incident revisions: run / scan (missing, extra)",
+                    "%d / %d (%d, %d)" % (c["revisions_run"], c["revisions_scan"], c["missing"], c["extra"]))]
+    table = ["| figure | value |", "|---|---|"] + ["| %s | %s |" % r for r in rows]
+    table.append("| verdict | %s |" % ("PASS" if ok else "FAIL"))
+    replace_marked(path, begin, end, "\n".join([begin, "## " + title, "", intro, ""] + table + [end]))
+
+
 def replace_marked(path: str, begin: str, end: str, body: str) -> None:
     """Replaces the text from `begin` to `end` in the file at `path` with `body` (which holds both markers); appends
     `body` when the file has no such section."""

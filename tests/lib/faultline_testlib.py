@@ -613,10 +613,12 @@ class Daemon:
         """Sum of the samples of `name` whose labels include `labels` (None: no such sample)."""
         return self.metrics().value(name, **labels)
 
-    def cpu_seconds(self):
-        with open("/proc/%d/stat" % self.proc.pid) as f:
+    def cpu_seconds(self, thread=None):
+        """utime + stime of the process, or of one of its threads (a thread id; the main thread's is the pid)."""
+        stat = "/proc/%d/stat" % self.proc.pid if thread is None else "/proc/%d/task/%d/stat" % (self.proc.pid, thread)
+        with open(stat) as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def memory(self):
         """VmRSS, VmHWM, RssAnon, RssFile in bytes (from /proc/<pid>/status)."""
