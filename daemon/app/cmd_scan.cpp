@@ -164,7 +164,7 @@ bool scan_stream(Replay& replay, const std::string& input, const std::string& no
     std::cerr << "faultline scan: cannot read " << input << ": " << in.error() << "\n";
     return false;
   }
-  replay.end_stream(stream);
+  replay.close_stream(stream);
   return true;
 }
 
@@ -243,6 +243,9 @@ int cmd_scan(const Args& args) {
   std::vector<WholeInput> group;
   const auto scan_group = [&] {
     replay.feed_whole(group, f.jobs);
+    // Each file is read to its end: what the pipeline holds for it goes (2,000 files of 1,500 lines: max RSS 51 MB
+    // when they were kept to the end of the scan).
+    for (const auto& in : group) replay.close_stream(in.stream);
     group.clear();
     mapped_progress.clear();
     mapped.clear();

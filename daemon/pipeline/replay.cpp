@@ -41,6 +41,11 @@ void Replay::end_stream(std::uint32_t stream) {
   pipeline_.drain();
 }
 
+void Replay::close_stream(std::uint32_t stream) {
+  end_stream(stream);
+  pipeline_.end_stream(stream);
+}
+
 void Replay::start(Time t) { clock_ = t; }
 
 void Replay::after(Duration d) {

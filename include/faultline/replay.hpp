@@ -54,6 +54,11 @@ class Replay {
   void line(std::uint32_t stream, std::string_view text);
   // End of a stream's input: a last line without its newline becomes a record, and all of it is processed.
   void end_stream(std::uint32_t stream);
+  // A stream that gets no more input at all (a file `scan` has read to its end): end_stream, then the pipeline lets go
+  // of what it holds for the stream, as for a log that is gone (Pipeline::end_stream). Its unclassified story is
+  // raised now, the partial sequences that only its own lines could move on are dropped; what waits on time (an
+  // absence, an open incident's quiet) and what is keyed wider than the stream (a node) stays.
+  void close_stream(std::uint32_t stream);
   // Whole inputs, one after the other, each as start(read_time), feed(bytes) and end_stream(stream) would take it in.
   // Each input is cut into batches where its bytes say (the first line start at or after every multiple of the
   // batch size where no line is left open, so a CRI or docker line continued over several lines is never cut), not

@@ -92,6 +92,23 @@ p = run("scan", "--explain", "-", stdin=seed_fmha.encode())
 check(b"explain: line 1" in p.stdout and b"sequence complete" in p.stdout, "--explain traces hits and steps")
 
 with tempfile.TemporaryDirectory() as tmp:
+    # Several files: each is let go of once read to its end, so a failure no rule knows at the end of the first file
+    # is reported when that file is done, before the second file's incidents (it was held until the whole scan ended,
+    # with everything the pipeline kept for every file read).
+    first, second = os.path.join(tmp, "a.log"), os.path.join(tmp, "b.log")
+    with open(first, "w") as f:
+        f.write("INFO 11-29 10:08:01 [serve.py:3] starting\nTraceback (most recent call last):\n"
+                '  File "/app/serve.py", line 12, in <module>\n    main()\n'
+                '  File "/app/serve.py", line 9, in main\n    raise ValueError("widget frobnication failed")\n'
+                "ValueError: widget frobnication failed\n")
+    with open(second, "w") as f:
+        f.write(seed_fmha)
+    for jobs in ("1", "2"):
+        rc, incs, _ = incidents("-j", jobs, first, second)
+        order = [(i["rule"], os.path.basename(i["stream"])) for i in incs]
+        check(order == [("unclassified-failure", "a.log"), ("flashinfer-fmha-unsupported-arch", "b.log")],
+              f"-j {jobs}: the first file's unclassified failure comes before the second file's incident ({order})")
+
     # Binary garbage and a 50 MB line without newline: counted, never a crash.
     junk = os.path.join(tmp, "junk.log")
     with open(junk, "wb") as f:
