@@ -168,9 +168,8 @@ void Correlator::new_instance(std::uint32_t index, std::string instance) {
 
 void Correlator::end_stream(std::uint32_t index) {
   Impl& m = *impl_;
-  StreamState& s = m.streams[index];
-  s.ended = true;
-  std::deque<ContextLine>().swap(s.ring);
+  m.streams.end(index);
+  const StreamState& s = m.streams.at(index);
   const std::size_t dropped = m.stories.drop_ended(index);
   if (m.trace && dropped > 0) {
     m.trace("stream " + s.id.name + " ended: " + std::to_string(dropped) + " partial sequence(s) of it dropped");

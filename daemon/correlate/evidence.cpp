@@ -23,6 +23,26 @@ bool same_line(const EvidenceLine& a, const EvidenceLine& b) {
 
 }  // namespace
 
+ContextLine& LineRing::push(std::size_t capacity) {
+  if (lines_.size() < capacity) {
+    if (lines_.empty()) lines_.reserve(capacity);
+    return lines_.emplace_back();
+  }
+  ContextLine& slot = lines_[head_];
+  head_ = (head_ + 1) % lines_.size();
+  return slot;
+}
+
+void LineRing::clear() {
+  lines_.clear();
+  head_ = 0;
+}
+
+void LineRing::release() {
+  std::vector<ContextLine>().swap(lines_);
+  head_ = 0;
+}
+
 StreamState& Streams::operator[](std::uint32_t index) {
   if (index >= streams_.size()) streams_.resize(index + 1);
   return streams_[index];
@@ -96,21 +116,22 @@ void Streams::keep_last_lines(const RecordBatch& batch, const std::function<Time
       const RecordMeta& m = batch[*it];
       const Time t = see(m);
       const std::string_view text = batch.text(*it).substr(0, kContextText);
-      // A full ring's oldest line makes room, its text's capacity taken by this one.
-      ContextLine slot;
-      if (ring.size() >= kRingLines) {
-        slot = std::move(ring.front());
-        ring.pop_front();
-      }
+      ContextLine& slot = ring.push(kRingLines);
       slot.line = m.line;
       slot.offset = m.offset;
       slot.time = t;
       slot.text.assign(text);
-      ring.push_back(std::move(slot));
       ring_due_ = std::min(ring_due_, t + kRingIdle);
     }
     clock_moved(static_cast<std::uint32_t>(si));
   }
+}
+
+void Streams::end(std::uint32_t index) {
+  StreamState& st = (*this)[index];
+  st.ended = true;
+  st.ring.release();
+  if (index < newest_.size()) std::vector<std::size_t>().swap(newest_[index]);
 }
 
 void Streams::free_idle_rings() {
@@ -119,10 +140,10 @@ void Streams::free_idle_rings() {
   ring_due_ = Time::max();
   for (auto& st : streams_) {
     if (st.ring.empty()) continue;
-    if (st.ring.back().time + kRingIdle < st.clock.now())
-      std::deque<ContextLine>().swap(st.ring);
+    if (st.ring.newest().time + kRingIdle < st.clock.now())
+      st.ring.release();
     else
-      ring_due_ = std::min(ring_due_, st.ring.back().time + kRingIdle);
+      ring_due_ = std::min(ring_due_, st.ring.newest().time + kRingIdle);
   }
 }
 
@@ -172,9 +193,10 @@ void collect_context(Streams& streams, const RecordBatch& batch, std::uint32_t r
     if (batch.records()[i].stream != meta.stream) continue;
     found.push_back(evidence_line(stream, batch[i], batch.text(i), kContextText));
   }
-  for (auto it = stream.ring.rbegin(); it != stream.ring.rend() && found.size() < want; ++it) {
-    if (it->line >= meta.line) continue;
-    found.push_back(evidence_line(stream, *it, it->text, kContextText));
+  for (std::size_t i = 0; i < stream.ring.size() && found.size() < want; ++i) {
+    const ContextLine& l = stream.ring.from_newest(i);
+    if (l.line >= meta.line) continue;
+    found.push_back(evidence_line(stream, l, l.text, kContextText));
   }
   into.insert(into.end(), std::make_move_iterator(found.rbegin()), std::make_move_iterator(found.rend()));
 }

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <string>
@@ -27,10 +26,30 @@ struct ContextLine {
   std::string text;  // already cut at kContextText
 };
 
+// A stream's last lines, at most a given number, in a circular buffer. It holds no memory while empty (a std::deque
+// keeps a map and a node even then, ~0.6 KiB for each stream that ever was), and a new line, once it is full, takes
+// the oldest one's place and its text's capacity.
+class LineRing {
+ public:
+  bool empty() const { return lines_.empty(); }
+  std::size_t size() const { return lines_.size(); }
+  // The i-th newest line (0: the newest); i < size().
+  const ContextLine& from_newest(std::size_t i) const { return lines_[(head_ + lines_.size() - 1 - i) % lines_.size()]; }
+  const ContextLine& newest() const { return from_newest(0); }
+  // The place of a new newest line: a new one while fewer than `capacity` are held, else the oldest's (to be
+  // filled in over it).
+  ContextLine& push(std::size_t capacity);
+  void clear();    // no lines; the memory is kept for the next ones
+  void release();  // no lines, no memory
+ private:
+  std::vector<ContextLine> lines_;
+  std::size_t head_ = 0;  // the oldest line, once the ring is full
+};
+
 struct StreamState {
   StreamIdentity id;
   std::uint64_t generation = 0;  // grows with every new instance
-  std::deque<ContextLine> ring;  // last lines before the current batch
+  LineRing ring;                 // last lines before the current batch
   std::uint64_t last_line = 0;
   EventClock clock;              // the stream's own time
   std::uint64_t clock_line = 0;  // the last line that moved it (lines are looked at for their time once, in order)
@@ -62,6 +81,8 @@ class Streams {
   void keep_last_lines(const RecordBatch& batch, const std::function<Time(const RecordMeta&)>& see);
   // Frees the rings of streams idle for a while on their own clocks (a node that sees thousands of short-lived pods).
   void free_idle_rings();
+  // Stream `index` ended (no line of it will come): its ring and keep_last_lines' scratch for it are freed.
+  void end(std::uint32_t index);
 
   // ---- clocks ----
   Time now_of(std::uint32_t index) { return (*this)[index].clock.now(); }

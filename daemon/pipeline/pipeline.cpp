@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -17,7 +18,9 @@ struct Pipeline::Impl {
   HitObserver observer;
   PipelineOptions options;
   PipelineStats stats;
-  std::vector<Decoder> decoders;
+  // Each stream's decoder, made when the stream is first fed or asked to resume, and again after a new instance or
+  // the stream's end: a stream that ended holds none (a node's pods come and go: each one's ~1 KiB stayed).
+  std::vector<std::optional<Decoder>> decoders;
   std::vector<DecodeOptions> decode_options;
   RecordBatch batch;
   std::vector<Hit> hits;
@@ -90,7 +93,13 @@ struct Pipeline::Impl {
   void fresh_decoder(std::uint32_t stream) {
     drain();
     batch.forget_stream(stream);
-    decoders.at(stream) = Decoder(stream, decode_options.at(stream));
+    decoders.at(stream).reset();
+  }
+
+  Decoder& decoder(std::uint32_t stream) {
+    std::optional<Decoder>& d = decoders.at(stream);
+    if (!d) d.emplace(stream, decode_options.at(stream));
+    return *d;
   }
 
   void drain() {
@@ -118,7 +127,7 @@ Pipeline::~Pipeline() = default;
 
 std::uint32_t Pipeline::add_stream(StreamIdentity identity, DecodeOptions decode) {
   auto index = static_cast<std::uint32_t>(impl_->decoders.size());
-  impl_->decoders.emplace_back(index, decode);
+  impl_->decoders.emplace_back();
   impl_->decode_options.push_back(decode);
   impl_->detector.set_stream(index, identity);
   impl_->correlator.set_stream(index, std::move(identity));
@@ -127,7 +136,7 @@ std::uint32_t Pipeline::add_stream(StreamIdentity identity, DecodeOptions decode
 
 void Pipeline::new_instance(std::uint32_t stream, StreamIdentity identity, std::uint64_t offset) {
   impl_->fresh_decoder(stream);
-  if (offset != 0) impl_->decoders[stream].resume_at(offset, 1);
+  if (offset != 0) impl_->decoder(stream).resume_at(offset, 1);
   impl_->detect([&](std::vector<Incident>& out) { impl_->detector.new_instance(stream, out); });
   impl_->correlator.new_instance(stream, identity.instance);
   impl_->detected();
@@ -145,7 +154,7 @@ void Pipeline::end_stream(std::uint32_t stream) {
 }
 
 void Pipeline::resume(std::uint32_t stream, std::uint64_t offset, std::uint64_t line) {
-  impl_->decoders.at(stream).resume_at(offset, line);
+  impl_->decoder(stream).resume_at(offset, line);
 }
 
 void Pipeline::feed(std::uint32_t stream, std::string_view bytes, Time read_time) {
@@ -158,7 +167,7 @@ void Pipeline::feed(std::uint32_t stream, std::string_view bytes, Time read_time
       // End the slice after a newline, so no line is cut in two and the batch can go on referring to `bytes`.
       if (const void* nl = ::memrchr(bytes.data(), '\n', take)) take = static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) + 1;
     }
-    impl_->decoders.at(stream).feed(bytes.substr(0, take), read_time, impl_->batch, /*in_place=*/true);
+    impl_->decoder(stream).feed(bytes.substr(0, take), read_time, impl_->batch, /*in_place=*/true);
     bytes.remove_prefix(take);
     if (impl_->batch.bytes() >= impl_->options.batch_bytes) impl_->drain();
   }
@@ -173,7 +182,9 @@ void Pipeline::feed(std::uint32_t stream, std::string_view bytes, Time read_time
 }
 
 void Pipeline::flush_partial(std::uint32_t stream, Time read_time) {
-  impl_->decoders.at(stream).flush(read_time, impl_->batch);
+  std::optional<Decoder>& d = impl_->decoders.at(stream);
+  if (!d) return;  // nothing fed since it was made fresh
+  d->flush(read_time, impl_->batch);
   if (impl_->batch.bytes() >= impl_->options.batch_bytes) impl_->drain();
 }
 
@@ -220,7 +231,9 @@ void Pipeline::tick(Time wall_now) {
 }
 
 void Pipeline::finish(Time read_time) {
-  for (auto& d : impl_->decoders) d.flush(read_time, impl_->batch);
+  for (auto& d : impl_->decoders) {
+    if (d) d->flush(read_time, impl_->batch);
+  }
   impl_->drain();
   impl_->detect([&](std::vector<Incident>& out) { impl_->detector.finish(out); });
   impl_->correlator.finish(impl_->incidents);
@@ -244,10 +257,15 @@ void Pipeline::replace_rules(std::shared_ptr<const CompiledRules> rules) {
 }
 
 Pipeline::StreamProgress Pipeline::progress(std::uint32_t stream) const {
-  const Decoder& d = impl_->decoders.at(stream);
-  return StreamProgress{d.committed_offset(), d.committed_line(), d.has_partial()};
+  const std::optional<Decoder>& d = impl_->decoders.at(stream);
+  if (!d) return StreamProgress{};  // a fresh decoder's: nothing read
+  return StreamProgress{d->committed_offset(), d->committed_line(), d->has_partial()};
 }
-const DecodeStats& Pipeline::decode_stats(std::uint32_t stream) const { return impl_->decoders.at(stream).stats(); }
+const DecodeStats& Pipeline::decode_stats(std::uint32_t stream) const {
+  static const DecodeStats kNone{};
+  const std::optional<Decoder>& d = impl_->decoders.at(stream);
+  return d ? d->stats() : kNone;
+}
 
 std::string Pipeline::save_state() const { return impl_->correlator.save_state(); }
 Result<void> Pipeline::load_state(std::string_view json) { return impl_->correlator.load_state(json); }

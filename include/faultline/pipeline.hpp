@@ -58,9 +58,9 @@ class Pipeline {
   // stream takes the new instance's identity (its `instance`, its `restart` label).
   void new_instance(std::uint32_t stream, StreamIdentity identity, std::uint64_t offset = 0);
   // The stream ended for good (Correlator::end_stream, Detector::end_stream): what is batched is correlated, its
-  // decoder's buffers are freed (flush a pending partial line first: flush_partial), an open failure story is raised
-  // or claimed now, and its partial sequences are dropped. Its index is not used again; its decode stats start from
-  // zero.
+  // decoder is freed (flush a pending partial line first: flush_partial), an open failure story is raised or claimed
+  // now, and its partial sequences are dropped. Its index is not used again; its decode stats and progress read as a
+  // fresh decoder's.
   void end_stream(std::uint32_t stream);
   // Continue a stream from a checkpoint.
   void resume(std::uint32_t stream, std::uint64_t offset, std::uint64_t line);

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "faultline/clock.hpp"
+#include "correlate/evidence.hpp"
 #include "faultline/correlate.hpp"
 #include "support.hpp"
 
@@ -444,4 +445,38 @@ lifetime: {quiet: 10m}
       if (i.status == IncidentStatus::resolved) CHECK(i.last_seen == at(std::stoi(*find_field(i.fields, "gpu"))));
     }
   }
+}
+
+TEST_CASE("a stream's ring of last lines: newest first, the oldest's place taken once full, no memory while empty",
+          "[correlate][ring]") {
+  correlate::LineRing ring;
+  CHECK(ring.empty());
+  const auto put = [&](std::uint64_t line, std::string text) {
+    correlate::ContextLine& slot = ring.push(3);
+    slot.line = line;
+    slot.text.assign(text);
+  };
+  const auto newest_first = [&] {
+    std::vector<std::uint64_t> lines;
+    for (std::size_t i = 0; i < ring.size(); ++i) lines.push_back(ring.from_newest(i).line);
+    return lines;
+  };
+  put(1, "one");
+  put(2, "two");
+  CHECK(newest_first() == std::vector<std::uint64_t>{2, 1});
+  put(3, "three");
+  put(4, "four");  // full: line 1's place
+  CHECK(ring.size() == 3);
+  CHECK(newest_first() == std::vector<std::uint64_t>{4, 3, 2});
+  CHECK(ring.newest().text == "four");
+  for (std::uint64_t l = 5; l <= 11; ++l) put(l, "line " + std::to_string(l));  // around the ring more than twice
+  CHECK(newest_first() == std::vector<std::uint64_t>{11, 10, 9});
+  CHECK(ring.from_newest(2).text == "line 9");
+  ring.clear();
+  CHECK(ring.empty());
+  put(20, "again");
+  CHECK(newest_first() == std::vector<std::uint64_t>{20});
+  ring.release();
+  CHECK(ring.empty());
+  CHECK(ring.size() == 0);
 }
