@@ -58,6 +58,8 @@ std::string default_cache_dir() {
 
 // Regular files mapped at once: bounds the open mappings of a scan of many files.
 constexpr std::size_t kFilesPerGroup = 64;
+// Mapped pages read in place are given back as the scan moves on, in files larger than this.
+constexpr std::size_t kReleaseAbove = std::size_t{1} << 20;
 
 struct ScanFlags {
   std::vector<std::string> rules;
@@ -275,7 +277,9 @@ int cmd_scan(const Args& args) {
       ScanProgress* shown = mapped_progress.back().get();
       group.push_back(WholeInput{stream, file->bytes(), first,
                                  [whole, shown, &replay](std::size_t from, std::size_t to, bool read_in_place) {
-                                   if (read_in_place) whole->release(from, to);
+                                   // A small file's pages go with its group's mappings (kFilesPerGroup files) soon
+                                   // enough: an madvise for each one costs every thread a TLB shootdown.
+                                   if (read_in_place && whole->bytes().size() > kReleaseAbove) whole->release(from, to);
                                    shown->update(to, whole->bytes().size(), replay.stats().lines);
                                  },
                                  [whole](std::size_t offset, char* out, std::size_t size) {

@@ -91,27 +91,30 @@ const std::string& Streams::logical_of(std::uint32_t index) {
 }
 
 void Streams::keep_last_lines(const RecordBatch& batch, const std::function<Time(const RecordMeta&)>& see) {
-  // Per stream: record indexes, newest first (kept from batch to batch: no allocation per batch).
-  for (auto& v : newest_) v.clear();
-  // Walked from the end until every stream known has its last lines (one stream: kRingLines records, not the batch).
+  // The batch's streams, by index (the order their clocks move in). Per stream: record indexes, newest first (kept
+  // from batch to batch: no allocation per batch).
+  present_.assign(batch.streams_present().begin(), batch.streams_present().end());
+  std::sort(present_.begin(), present_.end());
+  for (std::uint32_t s : present_) {
+    if (s >= newest_.size()) newest_.resize(s + 1);
+    newest_[s].clear();
+  }
+  // Walked from the end until each stream of the batch has its last lines (one stream: kRingLines records, not the
+  // batch).
   std::size_t full = 0;
-  std::size_t seen = 0;  // streams with at least one line in the batch
-  for (std::size_t i = batch.size(); i-- > 0 && full < std::max(seen, streams_.size());) {
+  for (std::size_t i = batch.size(); i-- > 0 && full < present_.size();) {
     const RecordMeta& m = batch.records()[i];  // stream and line only: time and level may be deferred
-    if (m.stream >= newest_.size()) newest_.resize(m.stream + 1);
+    if (m.stream >= newest_.size()) continue;  // (not in streams_present(): none is)
     auto& v = newest_[m.stream];
-    if (v.empty()) {
-      (*this)[m.stream].last_line = std::max((*this)[m.stream].last_line, m.line);
-      seen = std::max<std::size_t>(seen, m.stream + 1);
-    }
+    if (v.empty()) (*this)[m.stream].last_line = std::max((*this)[m.stream].last_line, m.line);
     if (v.size() < kRingLines) {
       v.push_back(i);
       if (v.size() == kRingLines) ++full;
     }
   }
-  for (std::size_t si = 0; si < newest_.size(); ++si) {
+  for (std::uint32_t si : present_) {
     if (newest_[si].empty()) continue;
-    auto& ring = (*this)[static_cast<std::uint32_t>(si)].ring;
+    auto& ring = (*this)[si].ring;
     for (auto it = newest_[si].rbegin(); it != newest_[si].rend(); ++it) {
       const RecordMeta& m = batch[*it];
       const Time t = see(m);
@@ -123,7 +126,7 @@ void Streams::keep_last_lines(const RecordBatch& batch, const std::function<Time
       slot.text.assign(text);
       ring_due_ = std::min(ring_due_, t + kRingIdle);
     }
-    clock_moved(static_cast<std::uint32_t>(si));
+    clock_moved(si);
   }
 }
 

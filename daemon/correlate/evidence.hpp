@@ -106,6 +106,7 @@ class Streams {
  private:
   std::vector<StreamState> streams_;
   std::vector<std::vector<std::size_t>> newest_;  // keep_last_lines' scratch: per stream, its last records
+  std::vector<std::uint32_t> present_;            // keep_last_lines' scratch: the batch's streams
   Time ring_due_ = Time::max();  // no ring goes idle before this (a lower bound): the sweep is skipped till then
   std::map<std::string, Time, std::less<>> node_clocks_;  // node → the latest time of its streams' clocks
   struct RestoredClock {

@@ -74,14 +74,42 @@ void fill(RecordMeta& placed, const RecordMeta& meta) {
 }
 }  // namespace
 
-void RecordBatch::append(const RecordMeta& meta, std::string_view text) { fill(append(text), meta); }
+void RecordBatch::append(const RecordMeta& meta, std::string_view text) {
+  present(meta.stream);
+  fill(append(text), meta);
+}
 
 void RecordBatch::append_in_place(const RecordMeta& meta, std::string_view text) {
+  present(meta.stream);
   fill(append_in_place(text), meta);
+}
+
+const RecordBatch::StreamTime* RecordBatch::find(std::uint32_t stream) const {
+  if (stream >= entry_of_.size() || entry_of_[stream] == kNone) return nullptr;
+  return &entries_[entry_of_[stream]];
+}
+
+RecordBatch::StreamTime& RecordBatch::entry(std::uint32_t stream) {
+  if (stream >= entry_of_.size()) entry_of_.resize(std::max<std::size_t>(stream + 1, 2 * entry_of_.size()), kNone);
+  if (entry_of_[stream] == kNone) {
+    entry_of_[stream] = static_cast<std::uint32_t>(entries_.size());
+    entries_.emplace_back().stream = stream;
+  }
+  return entries_[entry_of_[stream]];
+}
+
+RecordBatch::StreamTime& RecordBatch::present(std::uint32_t stream) {
+  StreamTime& st = entry(stream);
+  if (!st.present) {
+    st.present = true;
+    present_.push_back(stream);
+  }
+  return st;
 }
 
 std::size_t RecordBatch::append_lines_in_place(const RecordMeta& meta, const char* run, const std::uint32_t* ends,
                                                std::size_t count) {
+  present(meta.stream);
   // A line is no record when it and its '\n' are a blank line (as the decoder drops white-space lines).
   const auto blank = [run](std::size_t start, std::size_t end) { return blank_lines(run + start, run + end + 1); };
   std::size_t added = 0;
@@ -174,19 +202,30 @@ std::string RecordBatch::joined() const {
 // deferred: 1 = nothing worked out; 2 = the text was read and prints no time, the inherited time is still open.
 
 void RecordBatch::set_time_context(std::uint32_t stream, const TimeContext& context) {
-  if (stream >= streams_.size()) streams_.resize(stream + 1);
-  streams_[stream].context = context;
+  present(stream).context = context;
 }
 
 void RecordBatch::forget_stream(std::uint32_t stream) {
-  if (stream < streams_.size()) streams_[stream].last.reset();
+  if (stream >= entry_of_.size() || entry_of_[stream] == kNone) return;
+  StreamTime& st = entries_[entry_of_[stream]];
+  st.last.reset();
+  if (st.present) return;  // it has records here, or will: its context stays
+  // Its entry goes (a stream that ended; the daemon's batch lives as long as the daemon): the last one takes its place.
+  const std::uint32_t at = entry_of_[stream];
+  entry_of_[stream] = kNone;
+  if (at + 1 != entries_.size()) {
+    entries_[at] = std::move(entries_.back());
+    entry_of_[entries_[at].stream] = at;
+  }
+  entries_.pop_back();
 }
 
 void RecordBatch::parse(std::size_t i) const {
   RecordMeta& r = records_[i];
   if (r.deferred != 1) return;
-  static const TimeContext kNone{};
-  const TimeContext& context = r.stream < streams_.size() ? streams_[r.stream].context : kNone;
+  static const TimeContext kNoContext{};
+  const StreamTime* st = find(r.stream);
+  const TimeContext& context = st != nullptr ? st->context : kNoContext;
   const LineMeta m = decode_detail::parse_line_meta(text(i), context, r.time);
   r.level = m.level;
   if (!r.time_from_log && m.time) {
@@ -215,7 +254,9 @@ void RecordBatch::resolve(std::size_t i) const {
       break;
     }
   }
-  if (j == static_cast<std::size_t>(-1) && stream < streams_.size()) base = streams_[stream].last;
+  if (j == static_cast<std::size_t>(-1)) {
+    if (const StreamTime* st = find(stream)) base = st->last;
+  }
   for (std::size_t k = j == static_cast<std::size_t>(-1) ? 0 : j + 1; k <= i; ++k) {
     RecordMeta& r = records_[k];
     if (r.stream != stream || r.deferred != 2) continue;
@@ -231,24 +272,32 @@ void RecordBatch::continue_after(const RecordBatch& earlier, std::uint64_t lines
   if (lines != 0) {
     for (auto& r : records_) r.line += lines;
   }
-  if (streams_.size() < earlier.streams_.size()) streams_.resize(earlier.streams_.size());
-  for (std::size_t s = 0; s < earlier.streams_.size(); ++s) streams_[s].last = earlier.streams_[s].last;
+  // Only the streams it holds need earlier's times, and only those earlier's last clear() moved can differ from what
+  // this one took before (per stream in the batch, not per stream there ever was).
+  const auto take = [&](std::uint32_t s) {
+    const StreamTime* e = earlier.find(s);
+    if (e == nullptr) return;
+    entry(s).last = e->last;
+  };
+  for (std::uint32_t s : present_) take(s);
+  for (std::uint32_t s : earlier.carried_) take(s);
 }
 
 void RecordBatch::clear() {
-  // Carry each stream's latest time over: that of its last record, worked out if need be.
-  if (!streams_.empty() && !records_.empty()) {
-    seen_.assign(streams_.size(), 0);
-    std::size_t open = streams_.size();
-    for (std::size_t i = records_.size(); i-- > 0 && open > 0;) {
-      const std::uint32_t s = records_[i].stream;
-      if (s >= streams_.size() || seen_[s] != 0) continue;
-      seen_[s] = 1;
-      --open;
-      const RecordMeta& r = (*this)[i];
-      if (r.time_from_log || r.time_inherited) streams_[s].last = r.time;
-    }
+  // Carry each stream's latest time over: that of its last record, worked out if need be. The streams present are
+  // marked; each is unmarked at its last record, walking back until none is left.
+  std::size_t open = present_.size();
+  for (std::size_t i = records_.size(); i-- > 0 && open > 0;) {
+    const std::uint32_t s = records_[i].stream;
+    if (s >= entry_of_.size() || entry_of_[s] == kNone || !entries_[entry_of_[s]].present) continue;
+    entries_[entry_of_[s]].present = false;
+    --open;
+    const RecordMeta& r = (*this)[i];
+    if (r.time_from_log || r.time_inherited) entries_[entry_of_[s]].last = r.time;
   }
+  for (std::uint32_t s : present_) entries_[entry_of_[s]].present = false;  // those with no record
+  carried_.assign(present_.begin(), present_.end());  // (both keep their capacity: no allocation per batch)
+  present_.clear();
   buffer_.clear();
   spans_.clear();
   records_.clear();
@@ -259,7 +308,10 @@ void RecordBatch::reset() {
   buffer_.clear();
   spans_.clear();
   records_.clear();
-  streams_.clear();
+  for (const StreamTime& st : entries_) entry_of_[st.stream] = kNone;
+  entries_.clear();
+  present_.clear();
+  carried_.clear();
   bytes_ = 0;
 }
 

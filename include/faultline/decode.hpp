@@ -96,13 +96,19 @@ class RecordBatch {
   // An offset in a blank line between records gives the record before it.
   std::size_t record_at(std::size_t pos) const;
 
+  // The streams the batch's records are of, in order of first appearance (and any stream whose time context was set
+  // since clear(): it may have none). What is done per stream and batch looks at these, not at every stream there
+  // ever was (scan reads thousands of files, a node sees thousands of pods).
+  const std::vector<std::uint32_t>& streams_present() const { return present_; }
+
   // Empties the batch. Each stream's latest time is kept: a deferred record of a later batch that prints no time
   // inherits it.
   void clear();
   // Empties the batch as if it were new (no stream's time or context kept), keeping its capacity: a batch used again
   // for other input.
   void reset();
-  // A stream's deferred records are read with this context (a Decoder sets it).
+  // A stream's deferred records are read with this context (a Decoder sets it before it appends records of the
+  // stream).
   void set_time_context(std::uint32_t stream, const TimeContext& context);
   // The stream starts over (a new instance): no time is inherited from before.
   void forget_stream(std::uint32_t stream);
@@ -114,7 +120,8 @@ class RecordBatch {
   void append_in_place(const RecordMeta& meta, std::string_view text);
   // As the two above, but the record is returned to be filled in where it lies: text_begin and text_size are set,
   // every other field is as in RecordMeta{}. (A decoder's way: a RecordMeta passed in is copied through the stack, and
-  // reading it back right after its fields were written stalled on every line.) Valid until the next append.
+  // reading it back right after its fields were written stalled on every line.) Valid until the next append. Its
+  // stream must be one whose time context was set since clear() (streams_present()).
   RecordMeta& append(std::string_view text);
   RecordMeta& append_in_place(std::string_view text);
   // Appends the lines of `run` as append_in_place() would, one record per line that is not blank: line k is
@@ -139,11 +146,16 @@ class RecordBatch {
   };
   const char* run_data(const Run& r) const { return r.referred != nullptr ? r.referred : buffer_.data() + r.own; }
   struct StreamTime {
+    std::uint32_t stream = 0;
     TimeContext context;
     std::optional<Time> last;  // the latest time printed by the stream before this batch
+    bool present = false;      // in present_
   };
   void resolve(std::size_t i) const;
   void parse(std::size_t i) const;
+  const StreamTime* find(std::uint32_t stream) const;
+  StreamTime& entry(std::uint32_t stream);    // the stream's entry, added if it has none
+  StreamTime& present(std::uint32_t stream);  // the stream's entry, marked present
 
   // The bytes the batch copies. It grows without clearing what it adds: each append writes those bytes at once.
   class OwnBytes {
@@ -168,8 +180,15 @@ class RecordBatch {
   OwnBytes buffer_;
   std::vector<Run> spans_;
   mutable std::vector<RecordMeta> records_;  // deferred fields are filled in on access
-  std::vector<StreamTime> streams_;
-  std::vector<std::uint8_t> seen_;  // clear(): streams already carried
+  // Each stream's time context and latest time, for the streams the batch has held since reset(): entries_ is compact
+  // (a batch holds one stream or a few, however many there are), entry_of_ maps a stream index to its entry (kNone:
+  // none; 4 bytes a stream). A table dense by stream index was resized to every stream there ever was in each batch
+  // used again: quadratic in the files of a scan.
+  static constexpr std::uint32_t kNone = 0xffffffffu;
+  std::vector<std::uint32_t> entry_of_;
+  std::vector<StreamTime> entries_;
+  std::vector<std::uint32_t> present_;  // streams_present()
+  std::vector<std::uint32_t> carried_;  // the streams whose latest time the last clear() carried over
   std::size_t bytes_ = 0;
 };
 

@@ -310,3 +310,60 @@ TEST_CASE("deferred times are inherited per stream across batches; a new instanc
   CHECK(batch[0].time == kRead);
   CHECK_FALSE(batch[0].time_inherited);
 }
+
+TEST_CASE("a batch knows the streams it holds; a forgotten stream's entry goes and the others keep their times",
+          "[decode]") {
+  auto o = options(ContainerFormat::raw);
+  // Streams far apart in index, as in a scan of thousands of files or a node's thousandth pod.
+  Decoder s3(3, o), s70k(70000, o), s9(9, o);
+  RecordBatch batch;
+  s70k.feed("INFO 11-29 10:00:07 [a.py:1] seventy thousand\n", kRead, batch);
+  s3.feed("INFO 11-29 10:00:03 [a.py:1] three\n", kRead, batch);
+  s9.feed("INFO 11-29 10:00:09 [a.py:1] nine\n", kRead, batch);
+  s3.feed("three again\n", kRead, batch);
+  CHECK(batch.streams_present() == std::vector<std::uint32_t>{70000, 3, 9});
+  batch.clear();
+  CHECK(batch.streams_present().empty());
+  // Stream 3 ends: its entry goes (the last entry takes its place); the others' latest times stay theirs.
+  batch.forget_stream(3);
+  s9.feed("untimed nine\n", kRead, batch);
+  s70k.feed("untimed seventy thousand\n", kRead, batch);
+  s3 = Decoder(3, o);
+  s3.feed("three anew\n", kRead, batch);
+  CHECK(batch.streams_present() == std::vector<std::uint32_t>{9, 70000, 3});
+  REQUIRE(batch.size() == 3);
+  CHECK(batch[0].time == T("2026-11-29T10:00:09Z"));
+  CHECK(batch[1].time == T("2026-11-29T10:00:07Z"));
+  CHECK(batch[2].time == kRead);  // inherits nothing from before it ended
+  CHECK_FALSE(batch[2].time_inherited);
+  // A batch taken up again for other input keeps nothing of any stream.
+  batch.reset();
+  CHECK(batch.streams_present().empty());
+  s9.feed("untimed nine once more\n", kRead, batch);
+  REQUIRE(batch.size() == 1);
+  CHECK(batch[0].time == kRead);
+}
+
+TEST_CASE("a batch decoded apart takes the latest times of its own streams from the batch before it", "[decode]") {
+  auto o = options(ContainerFormat::raw);
+  Decoder a(5, o), b(6, o);
+  RecordBatch first, second, third;
+  a.feed("INFO 11-29 10:00:05 [a.py:1] five\n", kRead, first);
+  b.feed("INFO 11-29 10:00:06 [a.py:1] six\n", kRead, first);
+  first.clear();  // carries 5's and 6's times
+  Decoder a2(5, o);
+  a2.feed("untimed five\n", kRead, second);  // decoded apart (scan -j)
+  second.continue_after(first);
+  REQUIRE(second.size() == 1);
+  CHECK(second[0].time == T("2026-11-29T10:00:05Z"));
+  CHECK(second[0].time_inherited);
+  second.clear();
+  // Then the batch after it in order takes what that one's clear() carried (stream 5), and 6's from before.
+  third.continue_after(first);
+  third.continue_after(second);
+  Decoder b2(6, o);
+  b2.feed("untimed six\n", kRead, third);
+  third.continue_after(first);
+  REQUIRE(third.size() == 1);
+  CHECK(third[0].time == T("2026-11-29T10:00:06Z"));
+}
