@@ -109,7 +109,7 @@ RecordBatch::StreamTime& RecordBatch::present(std::uint32_t stream) {
 
 std::size_t RecordBatch::append_lines_in_place(const RecordMeta& meta, const char* run, const std::uint32_t* ends,
                                                std::size_t count) {
-  present(meta.stream);
+  // (The stream is marked present by the first record, which goes through append_in_place(meta, text).)
   // A line is no record when it and its '\n' are a blank line (as the decoder drops white-space lines).
   const auto blank = [run](std::size_t start, std::size_t end) { return blank_lines(run + start, run + end + 1); };
   std::size_t added = 0;
