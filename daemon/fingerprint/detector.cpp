@@ -558,9 +558,11 @@ struct Detector::Impl {
         }
       }
     }
-    // The lines of stories still open refer to the batch, which goes: they keep copies.
-    for (std::size_t k = 0; open_stories > 0 && k < streams.size(); ++k) {
-      if (streams[k].story) {
+    // The lines of stories still open refer to the batch, which goes: they keep copies. Only a stream of the batch
+    // can have lines in it (a story's earlier lines were copied at the end of their own batch).
+    for (std::uint32_t k : batch.streams_present()) {
+      if (open_stories == 0) break;
+      if (k < streams.size() && streams[k].story) {
         for (auto& l : streams[k].story->lines) {
           resolve(l);
           l.own();
