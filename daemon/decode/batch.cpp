@@ -283,19 +283,27 @@ void RecordBatch::continue_after(const RecordBatch& earlier, std::uint64_t lines
   for (std::uint32_t s : earlier.carried_) take(s);
 }
 
-void RecordBatch::clear() {
-  // Carry each stream's latest time over: that of its last record, worked out if need be. The streams present are
-  // marked; each is unmarked at its last record, walking back until none is left.
-  std::size_t open = present_.size();
-  for (std::size_t i = records_.size(); i-- > 0 && open > 0;) {
+const std::vector<std::pair<std::uint32_t, std::size_t>>& RecordBatch::last_records() const {
+  lasts_.clear();
+  const std::uint64_t walk = ++walks_;  // an entry found in this walk carries its number: nothing to reset after
+  for (std::size_t i = records_.size(); i-- > 0 && lasts_.size() < present_.size();) {
     const std::uint32_t s = records_[i].stream;
-    if (s >= entry_of_.size() || entry_of_[s] == kNone || !entries_[entry_of_[s]].present) continue;
-    entries_[entry_of_[s]].present = false;
-    --open;
+    if (s >= entry_of_.size() || entry_of_[s] == kNone) continue;
+    const StreamTime& st = entries_[entry_of_[s]];
+    if (!st.present || st.walk == walk) continue;
+    st.walk = walk;
+    lasts_.emplace_back(s, i);
+  }
+  return lasts_;
+}
+
+void RecordBatch::clear() {
+  // Carry each stream's latest time over: that of its last record, worked out if need be.
+  for (const auto& [s, i] : last_records()) {
     const RecordMeta& r = (*this)[i];
     if (r.time_from_log || r.time_inherited) entries_[entry_of_[s]].last = r.time;
   }
-  for (std::uint32_t s : present_) entries_[entry_of_[s]].present = false;  // those with no record
+  for (std::uint32_t s : present_) entries_[entry_of_[s]].present = false;
   carried_.assign(present_.begin(), present_.end());  // (both keep their capacity: no allocation per batch)
   present_.clear();
   buffer_.clear();

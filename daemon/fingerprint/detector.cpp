@@ -96,7 +96,6 @@ struct Detector::Impl {
   std::deque<std::string> book_order;
   // A previous run's incidents (restore_book), by book key: the next story of one continues it.
   std::unordered_map<std::string, UnclassifiedContinuation> continued;
-  std::vector<std::uint8_t> seen;  // per stream, while a batch's last lines are found (all 0 between batches)
   std::optional<OpenStory> spare;  // the last story closed, emptied: the next one to open takes its capacity
   std::vector<std::string_view> close_texts, close_stripped;  // a closing story's lines, whole and without prefix
   std::size_t open_stories = 0;  // streams with an open story: while none, only anchor and hit records are read
@@ -569,26 +568,11 @@ struct Detector::Impl {
         }
       }
     }
-    // Each stream's last line of the batch: what a story opening in the next batch continues. Found from the end,
-    // until every stream of the batch has been seen (not every stream there ever was) or the batch is done.
-    if (seen.size() < streams.size()) seen.resize(streams.size(), 0);
-    std::size_t left = 0;
-    for (std::uint32_t s : batch.streams_present()) {
-      if (s < seen.size() && !seen[s]) {
-        seen[s] = 1;  // wanted
-        ++left;
-      }
-    }
-    for (std::size_t k = n; k-- > 0 && left > 0;) {
-      const std::uint32_t s = records[k].stream;
-      if (s >= seen.size() || !seen[s]) continue;
-      seen[s] = 0;
-      --left;
+    // Each stream's last line of the batch: what a story opening in the next batch continues.
+    for (const auto& [s, k] : batch.last_records()) {
+      if (s >= streams.size()) continue;
       streams[s].prev_level = batch[k].level;
       streams[s].prev_text = std::string(batch.text(k).substr(0, 512));
-    }
-    for (std::uint32_t s : batch.streams_present()) {
-      if (s < seen.size()) seen[s] = 0;  // those with no record
     }
   }
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "faultline/types.hpp"
@@ -100,6 +101,9 @@ class RecordBatch {
   // since clear(): it may have none). What is done per stream and batch looks at these, not at every stream there
   // ever was (scan reads thousands of files, a node sees thousands of pods).
   const std::vector<std::uint32_t>& streams_present() const { return present_; }
+  // Each stream's last record in the batch, as (stream, record index), newest first: found walking back from the end
+  // until every stream of streams_present() that has a record is found. Valid until the batch changes.
+  const std::vector<std::pair<std::uint32_t, std::size_t>>& last_records() const;
 
   // Empties the batch. Each stream's latest time is kept: a deferred record of a later batch that prints no time
   // inherits it.
@@ -150,6 +154,7 @@ class RecordBatch {
     TimeContext context;
     std::optional<Time> last;  // the latest time printed by the stream before this batch
     bool present = false;      // in present_
+    mutable std::uint64_t walk = 0;  // the last_records() walk that found its last record
   };
   void resolve(std::size_t i) const;
   void parse(std::size_t i) const;
@@ -189,6 +194,8 @@ class RecordBatch {
   std::vector<StreamTime> entries_;
   std::vector<std::uint32_t> present_;  // streams_present()
   std::vector<std::uint32_t> carried_;  // the streams whose latest time the last clear() carried over
+  mutable std::vector<std::pair<std::uint32_t, std::size_t>> lasts_;  // last_records()
+  mutable std::uint64_t walks_ = 0;
   std::size_t bytes_ = 0;
 };
 
