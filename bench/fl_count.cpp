@@ -4,7 +4,8 @@
 // Replay) over a file held in memory:
 //
 //   fl_count [--rules PATH]... [--levels] [--format auto|raw|cri|docker] [--export FILE] [--counts]
-//            [--hits FILE] [--stages decode,scan,pipeline,feed] [--batch-bytes N] [--reps N] [--cache DIR] [--json] FILE
+//            [--hits FILE] [--stages decode,scan,pipeline,feed,limit,limit_avx2] [--limit PATTERNS] [--batch-bytes N]
+//            [--reps N] [--cache DIR] [--json] FILE
 //
 // Counts: for every expression (every event of every rule, in rule order then event order -- the order
 // compile_rules gives them), the number of distinct *physical* lines of FILE holding at least one hit, and the
@@ -25,7 +26,17 @@
 //             incidents counted, no output
 //   feed      the same Pipeline fed as the daemon feeds a tailed file: Replay::feed with each 1 MiB read, the batch
 //             filled across reads (what is left of it copied at the end of each)
+//   limit     the raw Hyperscan limit, as `hs_limit --strategies buffered` measures it, in this process: the
+//             expressions of --limit PATTERNS (one per line, HS_FLAG_MULTILINE each), one hs_scan per ~1 MiB of the
+//             file cut at a newline, matches counted and nothing else; the engine the library picks
+//   limit_avx2  the same with the library's AVX2 engine and a database compiled for AVX2 (what faultline scans with
+//             where the library would pick its AVX-512 engine; daemon/match/match.cpp)
+// In each repetition the stages run in turn, so a stage and the limit measured next to it see the machine at the same
+// speed; `pairs` gives, per limit stage, each repetition's limit time divided by the pipeline's (or feed's) of the
+// same repetition, and their median: a ratio that the machine's changes of speed between minutes do not move.
 // The counts come from the first `scan` repetition.
+#include <dlfcn.h>
+#include <hs/hs.h>
 #include <time.h>
 
 #include <string.h>
@@ -37,6 +48,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -97,11 +109,89 @@ std::string json_escape(std::string_view s) {
   return o;
 }
 
+// The raw limit (stages limit, limit_avx2): hs_limit's buffered strategy over the file in memory.
+struct LimitEngine {
+  using ScanFunction = hs_error_t (*)(const hs_database_t*, const char*, unsigned int, unsigned int, hs_scratch_t*,
+                                      match_event_handler, void*);
+  struct DatabaseFree {
+    void operator()(hs_database_t* d) const { hs_free_database(d); }
+  };
+  struct ScratchFree {
+    void operator()(hs_scratch_t* s) const { hs_free_scratch(s); }
+  };
+  std::unique_ptr<hs_database_t, DatabaseFree> db;
+  std::unique_ptr<hs_scratch_t, ScratchFree> scratch;
+  ScanFunction scan = hs_scan;
+};
+
+LimitEngine compile_limit(const std::string& path, bool avx2) {
+  std::ifstream in(path);
+  if (!in) die("cannot open --limit " + path);
+  std::vector<std::string> exprs;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty() && line[0] != '#') exprs.push_back(line);
+  }
+  if (exprs.empty()) die("no patterns in " + path);
+  std::vector<const char*> ptrs;
+  std::vector<unsigned> flags, ids;
+  for (std::size_t i = 0; i < exprs.size(); ++i) {
+    ptrs.push_back(exprs[i].c_str());
+    flags.push_back(HS_FLAG_MULTILINE);
+    ids.push_back(static_cast<unsigned>(i));
+  }
+  LimitEngine e;
+  hs_platform_info_t platform{};
+  if (avx2) {
+    void* f = ::dlsym(RTLD_DEFAULT, "avx2_hs_scan");
+    if (f == nullptr) die("stage limit_avx2: this library has no AVX2 engine of its own (avx2_hs_scan)");
+    e.scan = reinterpret_cast<LimitEngine::ScanFunction>(f);
+    hs_populate_platform(&platform);
+    platform.cpu_features &= ~static_cast<unsigned long long>(HS_CPU_FEATURES_AVX512 | HS_CPU_FEATURES_AVX512VBMI);
+  }
+  hs_database_t* db = nullptr;
+  hs_compile_error_t* err = nullptr;
+  if (hs_compile_multi(ptrs.data(), flags.data(), ids.data(), static_cast<unsigned>(ptrs.size()), HS_MODE_BLOCK,
+                       avx2 ? &platform : nullptr, &db, &err) != HS_SUCCESS) {
+    std::string what = err != nullptr ? err->message : "compile failed";
+    const int at = err != nullptr ? err->expression : -1;
+    hs_free_compile_error(err);
+    die(path + ": pattern " + std::to_string(at) + ": " + what);
+  }
+  e.db.reset(db);
+  hs_scratch_t* scratch = nullptr;
+  if (hs_alloc_scratch(db, &scratch) != HS_SUCCESS) die("hs_alloc_scratch failed");
+  e.scratch.reset(scratch);
+  return e;
+}
+
+std::uint64_t scan_limit(const LimitEngine& e, std::string_view data) {
+  constexpr std::size_t kBuffer = 1 << 20;
+  std::uint64_t matches = 0;
+  auto on_match = [](unsigned, unsigned long long, unsigned long long, unsigned, void* ctx) -> int {
+    ++*static_cast<std::uint64_t*>(ctx);
+    return 0;
+  };
+  std::size_t pos = 0;
+  while (pos < data.size()) {
+    std::size_t cut = std::min(data.size(), pos + kBuffer);
+    if (cut < data.size()) {
+      if (const void* nl = ::memrchr(data.data() + pos, '\n', cut - pos))
+        cut = static_cast<std::size_t>(static_cast<const char*>(nl) - data.data()) + 1;
+    }
+    if (e.scan(e.db.get(), data.data() + pos, static_cast<unsigned>(cut - pos), 0, e.scratch.get(), on_match,
+               &matches) != HS_SUCCESS)
+      die("hs_scan failed");
+    pos = cut;
+  }
+  return matches;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> rule_paths;
-  std::string input, export_path, hits_path, cache;
+  std::string input, export_path, hits_path, cache, limit_path;
   bool keep_levels = false, counts = false, json = false;
   std::vector<std::string> stages = {"scan"};
   int reps = 1;
@@ -132,6 +222,8 @@ int main(int argc, char** argv) {
       json = true;
     } else if (a == "--cache") {
       cache = need();
+    } else if (a == "--limit") {
+      limit_path = need();
     } else if (a == "--batch-bytes") {
       batch_bytes = std::stoul(need());
     } else if (a == "--reps") {
@@ -141,13 +233,14 @@ int main(int argc, char** argv) {
       std::stringstream ss(need());
       std::string s;
       while (std::getline(ss, s, ',')) {
-        if (s != "decode" && s != "scan" && s != "pipeline" && s != "feed") die("unknown stage " + s);
+        if (s != "decode" && s != "scan" && s != "pipeline" && s != "feed" && s != "limit" && s != "limit_avx2")
+          die("unknown stage " + s);
         stages.push_back(s);
       }
     } else if (a == "-h" || a == "--help") {
       std::cout << "usage: fl_count [--rules PATH]... [--levels] [--format F] [--export FILE] [--counts] "
-                   "[--hits FILE] [--stages decode,scan,pipeline,feed] [--batch-bytes N] [--reps N] [--cache DIR] [--json] "
-                   "[FILE]\n";
+                   "[--hits FILE] [--stages decode,scan,pipeline,feed,limit,limit_avx2] [--limit PATTERNS] "
+                   "[--batch-bytes N] [--reps N] [--cache DIR] [--json] [FILE]\n";
       return 0;
     } else if (a.size() > 1 && a[0] == '-') {
       die("unknown option " + a);
@@ -201,11 +294,20 @@ int main(int argc, char** argv) {
   std::uint64_t union_lines = 0, last_union = 0, records = 0, lines_total = 0, incidents = 0;
   std::FILE* hits_out = hits_path.empty() ? nullptr : std::fopen(hits_path.c_str(), "w");
   std::map<std::string, Timing> timings;
+  std::map<std::string, LimitEngine> limits;
+  std::uint64_t limit_matches = 0;
+  for (const auto& stage : stages) {
+    if (stage != "limit" && stage != "limit_avx2") continue;
+    if (limit_path.empty()) die("stage " + stage + " needs --limit PATTERNS");
+    limits.emplace(stage, compile_limit(limit_path, stage == "limit_avx2"));
+  }
 
   for (int rep = 0; rep < reps; ++rep) {
     for (const auto& stage : stages) {
       double w0 = wall(), t0 = thread_cpu();
-      if (stage == "pipeline" || stage == "feed") {
+      if (auto l = limits.find(stage); l != limits.end()) {
+        limit_matches = scan_limit(l->second, data);
+      } else if (stage == "pipeline" || stage == "feed") {
         std::uint64_t n = 0;
         ReplayOptions options;
         options.start = read_time;
@@ -282,6 +384,17 @@ int main(int argc, char** argv) {
   }
   if (hits_out) std::fclose(hits_out);
 
+  // Per limit stage and pipeline stage run beside it: each repetition's limit CPU time / the stage's, and the median.
+  std::map<std::string, std::vector<double>> pairs;
+  for (const auto& [limit, lt] : timings) {
+    if (!limits.contains(limit)) continue;
+    for (const char* stage : {"pipeline", "feed"}) {
+      auto st = timings.find(stage);
+      if (st == timings.end()) continue;
+      auto& v = pairs[std::string(stage) + "/" + limit];
+      for (std::size_t i = 0; i < lt.cpu.size() && i < st->second.cpu.size(); ++i) v.push_back(lt.cpu[i] / st->second.cpu[i]);
+    }
+  }
   const double mb = static_cast<double>(data.size()) / 1e6;
   if (json) {
     std::cout << "{\"bytes\":" << data.size() << ",\"records\":" << records << ",\"lines\":" << lines_total
@@ -295,6 +408,17 @@ int main(int argc, char** argv) {
       first = false;
     }
     std::cout << "}";
+    if (!pairs.empty()) {
+      std::cout << ",\"limit_matches\":" << limit_matches << ",\"pairs\":{";
+      first = true;
+      for (const auto& [name, v] : pairs) {
+        std::cout << (first ? "" : ",") << "\"" << name << "\":{\"median\":" << Timing{}.median(v) << ",\"each\":[";
+        for (std::size_t i = 0; i < v.size(); ++i) std::cout << (i ? "," : "") << v[i];
+        std::cout << "]}";
+        first = false;
+      }
+      std::cout << "}";
+    }
     if (counts) {
       std::cout << ",\"counts\":[";
       for (std::size_t i = 0; i < exprs.size(); ++i)
@@ -312,6 +436,11 @@ int main(int argc, char** argv) {
   for (const auto& [name, t] : timings) {
     double w = t.median(t.wall), c = t.median(t.cpu);
     std::printf("stage %-8s wall %.3f s (%.0f MB/s)  cpu %.3f s (%.0f MB/s)\n", name.c_str(), w, mb / w, c, mb / c);
+  }
+  for (const auto& [name, v] : pairs) {
+    std::printf("%s: limit / stage, per repetition:", name.c_str());
+    for (double x : v) std::printf(" %.3f", x);
+    std::printf("  (median %.3f)\n", Timing{}.median(v));
   }
   if (std::find(stages.begin(), stages.end(), "pipeline") != stages.end() ||
       std::find(stages.begin(), stages.end(), "feed") != stages.end())

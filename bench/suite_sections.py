@@ -104,8 +104,11 @@ def section_corpora(ctx: dict) -> dict:
             for i in range(runs):
                 log("corpora: %s %s lines, run %d/%d" % (name, human(lines), i + 1, runs))
                 wait_quiet(ctx["max_wait"])
-                pipeline = [b["fl_count"], "--rules", rs["dir"], "--cache", cache, "--levels", "--stages", "pipeline,feed",
-                            "--reps", "3", "--json", path]
+                # The pipeline and the raw limit in one process, repetition by repetition (fl_count's `pairs`): a
+                # ratio the machine's changes of speed between minutes do not move.
+                limits = "limit,limit_avx2" if ctx.get("avx2_engine") else "limit"
+                pipeline = [b["fl_count"], "--rules", rs["dir"], "--cache", cache, "--levels", "--stages",
+                            "pipeline,%s,feed" % limits, "--limit", rs["progs"]["hs"], "--reps", "3", "--json", path]
                 measures = {"hs": lambda: hs_scan(b, rs["progs"], path),
                             "faultline": lambda: scan_run(b, rs["dir"], path, cache),
                             "stages": lambda: json.loads(Run(pipeline).out)}
