@@ -230,13 +230,10 @@ void Correlator::release_held(std::vector<Incident>& out) {
 void Correlator::add_root_causes(const std::vector<Incident>& incidents) {
   Impl& m = *impl_;
   for (const auto& inc : incidents) {
-    for (std::uint32_t i = 0; i < m.streams.size(); ++i) {
-      if (m.streams.at(i).id.name != inc.stream) continue;
-      if (m.attribution.remember_external(inc, i, m.options.clock->now())) {
-        if (m.trace) m.trace("  " + inc.rule + " incident " + inc.id + ": a root cause for cascades");
-        m.book.root_cause_arrived();
-      }
-      break;
+    const auto i = m.streams.find(inc.stream);
+    if (i && m.attribution.remember_external(inc, *i, m.options.clock->now())) {
+      if (m.trace) m.trace("  " + inc.rule + " incident " + inc.id + ": a root cause for cascades");
+      m.book.root_cause_arrived();
     }
   }
 }

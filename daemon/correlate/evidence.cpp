@@ -48,13 +48,42 @@ StreamState& Streams::operator[](std::uint32_t index) {
   return streams_[index];
 }
 
+void Streams::name_taken(const std::string& name, std::uint32_t index) {
+  if (name.empty()) return;
+  auto [it, added] = first_named_.try_emplace(name, index);
+  if (!added && index < it->second) it->second = index;
+}
+
+std::optional<std::uint32_t> Streams::find(std::string_view name) const {
+  if (name.empty()) {  // streams not named yet (indexes asked for before they were described)
+    for (std::uint32_t i = 0; i < streams_.size(); ++i) {
+      if (streams_[i].id.name.empty()) return i;
+    }
+    return std::nullopt;
+  }
+  auto it = first_named_.find(std::string(name));
+  if (it == first_named_.end()) return std::nullopt;
+  return it->second;
+}
+
 void Streams::set_identity(std::uint32_t index, StreamIdentity identity) {
   StreamState& s = (*this)[index];
   if (!s.id.name.empty() && s.id.name != identity.name) {
     s.clock = EventClock{};  // the index stood for another stream
     s.clock_line = 0;
+    // The old name's first stream may have been this one: it is the next of that name now, if any.
+    if (auto it = first_named_.find(s.id.name); it != first_named_.end() && it->second == index) {
+      first_named_.erase(it);
+      for (std::uint32_t i = 0; i < streams_.size(); ++i) {
+        if (i != index && streams_[i].id.name == s.id.name) {
+          name_taken(s.id.name, i);
+          break;
+        }
+      }
+    }
   }
   s.id = std::move(identity);
+  name_taken(s.id.name, index);
   s.described = true;
   auto it = restored_.find(s.id.name);
   if (it == restored_.end()) return;
@@ -77,12 +106,12 @@ std::string Streams::name_of(std::uint32_t index) const {
 }
 
 std::uint32_t Streams::find_or_add(const std::string& name) {
-  for (std::uint32_t i = 0; i < streams_.size(); ++i) {
-    if (streams_[i].id.name == name) return i;
-  }
+  if (auto found = find(name)) return *found;
   streams_.emplace_back();
   streams_.back().id.name = name;
-  return static_cast<std::uint32_t>(streams_.size() - 1);
+  const auto index = static_cast<std::uint32_t>(streams_.size() - 1);
+  name_taken(name, index);
+  return index;
 }
 
 const std::string& Streams::logical_of(std::uint32_t index) {

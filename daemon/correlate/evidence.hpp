@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "event_clock.hpp"
@@ -73,6 +75,8 @@ class Streams {
   std::string name_of(std::uint32_t index) const;
   // The first stream of that name, added when there is none (a restored checkpoint names its streams).
   std::uint32_t find_or_add(const std::string& name);
+  // The first stream of that name (ended or not), by a lookup: none when no stream has it.
+  std::optional<std::uint32_t> find(std::string_view name) const;
   // The stream's logical identity (its name when it has none): what stories are keyed by.
   const std::string& logical_of(std::uint32_t index);  // valid until a stream is added
 
@@ -104,7 +108,13 @@ class Streams {
   std::string node_name(std::uint32_t index);
 
  private:
+  // A stream was named `name` (not empty) at `index`: the first of that name is the lower index.
+  void name_taken(const std::string& name, std::uint32_t index);
+
   std::vector<StreamState> streams_;
+  // Name → the first stream of that name (names that are not empty): the incidents of a stream are found by its
+  // name without a walk over every stream (a scan of 20,000 files has 20,000).
+  std::unordered_map<std::string, std::uint32_t> first_named_;
   std::vector<std::vector<std::size_t>> newest_;  // keep_last_lines' scratch: per stream, its last records
   std::vector<std::uint32_t> present_;            // keep_last_lines' scratch: the batch's streams
   Time ring_due_ = Time::max();  // no ring goes idle before this (a lower bound): the sweep is skipped till then

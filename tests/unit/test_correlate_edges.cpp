@@ -480,3 +480,36 @@ TEST_CASE("a stream's ring of last lines: newest first, the oldest's place taken
   CHECK(ring.empty());
   CHECK(ring.size() == 0);
 }
+
+TEST_CASE("streams by name: the first stream of a name, found without a walk, kept right when a stream is renamed",
+          "[correlate][streams]") {
+  correlate::Streams streams;
+  const auto named = [](std::string name) {
+    StreamIdentity id;
+    id.name = id.logical = id.instance = std::move(name);
+    return id;
+  };
+  CHECK_FALSE(streams.find("a").has_value());
+  streams.set_identity(2, named("a"));
+  streams.set_identity(0, named("b"));
+  streams.set_identity(1, named("a"));  // a second stream of that name, before the first one
+  REQUIRE(streams.find("a").has_value());
+  CHECK(*streams.find("a") == 1);
+  CHECK(*streams.find("b") == 0);
+  // Stream 1 takes another name: stream 2 is the first "a" again.
+  streams.set_identity(1, named("c"));
+  CHECK(*streams.find("a") == 2);
+  CHECK(*streams.find("c") == 1);
+  // Stream 2 renamed too: no "a" is left.
+  streams.set_identity(2, named("d"));
+  CHECK_FALSE(streams.find("a").has_value());
+  // A checkpoint's stream is found, and added once.
+  CHECK(streams.find_or_add("d") == 2);
+  const auto added = streams.find_or_add("e");
+  CHECK(added == 3);
+  CHECK(streams.find_or_add("e") == added);
+  CHECK(*streams.find("e") == added);
+  // An ended stream keeps its name (its incidents still explain others).
+  streams.end(0);
+  CHECK(*streams.find("b") == 0);
+}
