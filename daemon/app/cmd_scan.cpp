@@ -266,7 +266,7 @@ int cmd_scan(const Args& args) {
     }
     if (file && file->ok()) {
       // One clock per file: each stream's clock runs on its own lines, so the order of the files does not matter.
-      const Time read_time = input_read_time(input, f.now);
+      const Time read_time = f.now ? *f.now : file->modified();
       DecodeOptions stream_decode = decode;
       stream_decode.time.reference = read_time;  // times printed without a year
       const std::uint32_t stream = replay.add_stream(scan_identity(input, f.node_name), stream_decode);

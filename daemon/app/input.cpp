@@ -410,6 +410,30 @@ MappedFile::MappedFile(const std::string& path) {
     error_ = std::strerror(errno);
   } else if (!S_ISREG(st.st_mode)) {
     not_regular_ = true;
+  } else if (st.st_size > 0 && static_cast<std::size_t>(st.st_size) < kReadWholeBelow) {
+    // Read whole, up to the size it had (a file that grows meanwhile is read as it was; one that shrank, to its end).
+    const auto want = static_cast<std::size_t>(st.st_size);
+    owned_ = std::make_unique_for_overwrite<char[]>(want);
+    std::size_t got = 0;
+    while (got < want) {
+      const ssize_t n = ::pread(fd, owned_.get() + got, want - got, static_cast<off_t>(got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        error_ = std::strerror(errno);
+        break;
+      }
+      if (n == 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    if (!error_.empty()) {
+      owned_.reset();
+    } else if (stored_compressed(std::string_view(owned_.get(), std::min(got, kMagic)))) {
+      owned_.reset();  // a gzip/zstd file is read (decompressed) through ScanInput
+      not_regular_ = true;
+    } else if (got > 0) {
+      data_ = owned_.get();
+      size_ = got;
+    }
   } else if (st.st_size > 0) {
     size_ = static_cast<std::size_t>(st.st_size);
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -426,12 +450,18 @@ MappedFile::MappedFile(const std::string& path) {
       install_sigbus_handler();
     }
   }
-  if (data_ != nullptr) fd_ = fd;
+  if (data_ != nullptr && !owned_) fd_ = fd;
   else ::close(fd);
+  if (ok()) modified_ = Time(std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec));
 }
 
 bool MappedFile::copy(std::size_t offset, char* out, std::size_t size) const {
-  if (fd_ < 0 || offset > size_ || size > size_ - offset) return false;
+  if (offset > size_ || size > size_ - offset) return false;
+  if (owned_) {
+    std::memcpy(out, owned_.get() + offset, size);
+    return true;
+  }
+  if (fd_ < 0) return false;
   while (size > 0) {
     const ssize_t n = ::pread(fd_, out, size, static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR) continue;
@@ -444,7 +474,7 @@ bool MappedFile::copy(std::size_t offset, char* out, std::size_t size) const {
 }
 
 void MappedFile::release(std::size_t from, std::size_t to) {
-  if (data_ == nullptr) return;
+  if (data_ == nullptr || owned_) return;
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   const std::size_t a = (from + page - 1) / page * page;
   const std::size_t b = std::min(to, size_) / page * page;
@@ -452,7 +482,7 @@ void MappedFile::release(std::size_t from, std::size_t to) {
 }
 
 MappedFile::~MappedFile() {
-  if (data_ != nullptr) ::munmap(data_, size_);
+  if (data_ != nullptr && !owned_) ::munmap(data_, size_);
   if (fd_ >= 0) ::close(fd_);
 }
 

@@ -184,6 +184,46 @@ TEST_CASE("gzip and zstd inputs are told by their first bytes and read decompres
   CHECK(plain.encoding() == faultline::app::InputEncoding::plain);
 }
 
+TEST_CASE("scan's whole files: a small one read into memory, a large one mapped; the same bytes either way", "[app]") {
+  using faultline::app::MappedFile;
+  std::string small;
+  for (int i = 0; small.size() < 17000; ++i) small += "INFO small line " + std::to_string(i) + "\n";
+  std::string large;
+  for (int i = 0; large.size() < MappedFile::kReadWholeBelow + 4321; ++i)
+    large += "INFO large line " + std::to_string(i) + "\n";
+  for (const auto& [name, content] : {std::pair{"small.log", small}, std::pair{"large.log", large},
+                                      std::pair{"just-below.log", large.substr(0, MappedFile::kReadWholeBelow - 1)},
+                                      std::pair{"one-line.log", std::string("x\n")}}) {
+    INFO(name);
+    const auto path = temp_file(name, content);
+    MappedFile file(path);
+    REQUIRE(file.ok());
+    CHECK(file.bytes() == content);
+    // Parts read elsewhere than in place: any range, and none past the end.
+    std::string part(content.size() / 3, '\0');
+    CHECK(file.copy(content.size() / 2, part.data(), part.size()));
+    CHECK(part == content.substr(content.size() / 2, part.size()));
+    CHECK_FALSE(file.copy(content.size() - 1, part.data(), 2));
+    // The time it is read at: its modification time, as stat says.
+    const auto mtime = std::filesystem::last_write_time(path);
+    const auto since_epoch = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::file_clock::to_sys(mtime).time_since_epoch());
+    CHECK(file.modified().time_since_epoch() == since_epoch);
+    file.release(0, content.size());  // a small file's bytes stay; a mapped file's pages come back when read again
+    CHECK(file.bytes() == content);
+  }
+  MappedFile empty(temp_file("empty-whole.log", ""));
+  CHECK(empty.ok());
+  CHECK(empty.bytes().empty());
+  // A small compressed file is not taken as bytes: it is read decompressed, piece by piece.
+  MappedFile gz(temp_file("small.gz", gzip_of("abc\n")));
+  CHECK_FALSE(gz.ok());
+  CHECK(gz.not_regular());
+  MappedFile missing("/nonexistent/faultline-whole.log");
+  CHECK_FALSE(missing.ok());
+  CHECK_FALSE(missing.not_regular());
+}
+
 TEST_CASE("a compressed input cut short, corrupt, or in a format scan cannot read is an error", "[app]") {
   const std::string gz = gzip_of(many_lines(100000));
   const std::string zst = zstd_of(many_lines(100000));
