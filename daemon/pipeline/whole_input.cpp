@@ -64,11 +64,15 @@ ContainerFormat detect_format(const WholeInput& in, const DecodeOptions& options
   Decoder decoder(in.stream, options);
   RecordBatch ignored;
   const std::size_t limit = std::min(in.bytes.size(), kDetectBytes);
+  // The first non-blank line decides: a small piece first (a small file is not decoded whole for it), larger ones
+  // while nothing is decided.
+  std::size_t piece = 4 * 1024;
   for (std::size_t at = 0; at < limit && decoder.format() == ContainerFormat::auto_detect;) {
-    const std::size_t n = std::min<std::size_t>(limit - at, 64 * 1024);
+    const std::size_t n = std::min<std::size_t>(limit - at, piece);
     decoder.feed(in.bytes.substr(at, n), in.read_time, ignored, /*in_place=*/true);
     ignored.clear();
     at += n;
+    piece = std::min<std::size_t>(piece * 2, 64 * 1024);
   }
   return decoder.format();
 }
@@ -185,11 +189,10 @@ struct PartResult {
   PartBuffer buffer;          // the copy its batches refer to
 };
 
-// Decodes and matches parts on one thread.
+// Decodes and matches parts on one thread, with that thread's scanner.
 class PartMatcher {
  public:
-  PartMatcher(std::shared_ptr<const CompiledRules> rules, std::size_t batch_bytes)
-      : scanner_(std::move(rules)), batch_bytes_(batch_bytes) {}
+  PartMatcher(Scanner& scanner, std::size_t batch_bytes) : scanner_(scanner), batch_bytes_(batch_bytes) {}
 
   // Each batch as soon as it is matched, when the part is correlated as it is decoded (one thread): the batch is then
   // used again for the next one instead of being kept in the result.
@@ -241,15 +244,29 @@ class PartMatcher {
   }
 
  private:
-  Scanner scanner_;
+  Scanner& scanner_;
   std::size_t batch_bytes_;
 };
 
 }  // namespace
 
+struct Replay::WholeWork {
+  std::vector<std::unique_ptr<Scanner>> scanners;  // [0] the caller's thread, then one per helper thread
+  std::vector<PartBuffer> buffers;                 // parts' copies and batches, their capacity kept
+};
+
+void Replay::WholeWorkFree::operator()(WholeWork* work) const { delete work; }
+
 void Replay::feed_whole(const std::vector<WholeInput>& inputs, unsigned threads) {
   threads = std::max(threads, 1u);
   const std::size_t part_bytes = batch_bytes_ * kBatchesPerPart;
+  if (!whole_) whole_.reset(new WholeWork);
+  WholeWork& work = *whole_;
+  // Scanner k (made here, on the caller's thread, before any helper starts).
+  const auto scanner = [&](std::size_t k) -> Scanner& {
+    while (work.scanners.size() <= k) work.scanners.push_back(std::make_unique<Scanner>(rules_));
+    return *work.scanners[k];
+  };
 
   // The parts, in input order. Parts after an input's first are decoded with the format its start shows; where that
   // start decides none, the input is one part.
@@ -275,8 +292,12 @@ void Replay::feed_whole(const std::vector<WholeInput>& inputs, unsigned threads)
   // One thread: each part is decoded where the one before it ended, its lines numbered on from that one's, and each
   // batch correlated as soon as it is matched -- the same batches, in the same order, as the threads below correlate.
   if (threads == 1 || parts.size() <= 1) {
-    PartMatcher matcher(rules_, batch_bytes_);
+    PartMatcher matcher(scanner(0), batch_bytes_);
     PartBuffer buffer;
+    if (!work.buffers.empty()) {
+      buffer = std::move(work.buffers.back());
+      work.buffers.pop_back();
+    }
     std::size_t expected = 0;  // where the input's next part begins
     std::uint64_t lines = 0;   // physical lines of the input before it
     const auto correlate = [this](MatchedBatch& m) { pipeline_.correlate(m); };
@@ -294,6 +315,7 @@ void Replay::feed_whole(const std::vector<WholeInput>& inputs, unsigned threads)
       lines += r.lines;
       buffer = std::move(r.buffer);
     }
+    work.buffers.push_back(std::move(buffer));
     return;
   }
 
@@ -354,10 +376,13 @@ void Replay::feed_whole(const std::vector<WholeInput>& inputs, unsigned threads)
     workers.clear();
   };
   const std::size_t helpers = std::min<std::size_t>(threads - 1, parts.size() > 0 ? parts.size() - 1 : 0);
+  scanner(helpers);  // every thread's, made before any starts
+  shared.buffers = std::move(work.buffers);
+  work.buffers.clear();
   try {
     for (std::size_t t = 0; t < helpers; ++t) {
-      workers.emplace_back([&] {
-        PartMatcher matcher(rules_, batch_bytes_);
+      workers.emplace_back([&, t] {
+        PartMatcher matcher(*work.scanners[t + 1], batch_bytes_);
         std::unique_lock<std::mutex> lock(shared.mutex);
         while (!shared.stopping && !shared.error && shared.next < parts.size()) {
           if (!work_once(matcher, lock)) shared.changed.wait(lock);
@@ -365,7 +390,7 @@ void Replay::feed_whole(const std::vector<WholeInput>& inputs, unsigned threads)
       });
     }
 
-    PartMatcher own(rules_, batch_bytes_);
+    PartMatcher own(*work.scanners[0], batch_bytes_);
     std::size_t expected = 0;     // where the input's next part must begin
     std::uint64_t lines = 0;      // physical lines of the input before it
     for (std::size_t k = 0; k < parts.size(); ++k) {
@@ -419,6 +444,8 @@ void Replay::feed_whole(const std::vector<WholeInput>& inputs, unsigned threads)
     throw;
   }
   stop_workers();
+  // The buffers go on to the next call (as many as this one needed at once).
+  work.buffers = std::move(shared.buffers);
 }
 
 }  // namespace faultline

@@ -95,6 +95,13 @@ class Replay {
   std::vector<Incident> incidents_;
   std::unordered_map<std::string, std::size_t> index_;  // incident id → its place in incidents_
   Time clock_;
+  // What feed_whole keeps from call to call (whole_input.cpp): its threads' scanners and the parts' buffers. `scan`
+  // calls it once per group of files, and a Hyperscan scratch alone takes ~0.2 ms to make.
+  struct WholeWork;
+  struct WholeWorkFree {
+    void operator()(WholeWork* work) const;
+  };
+  std::unique_ptr<WholeWork, WholeWorkFree> whole_;
   Pipeline pipeline_;  // last: its handler refers to the members above
 };
 

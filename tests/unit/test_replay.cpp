@@ -454,3 +454,38 @@ TEST_CASE("feed_whole: an empty input and several inputs in order", "[replay][pa
   REQUIRE_FALSE(one.empty());
   CHECK(run(4) == one);
 }
+
+TEST_CASE("feed_whole: inputs given over several calls, on changing numbers of threads, as in one call",
+          "[replay][parallel]") {
+  // `scan` calls feed_whole once per group of files, and the scanners and part buffers of one call serve the next:
+  // what a buffer or a batch held for an earlier input must not show in a later one's incidents.
+  std::vector<std::string> texts;
+  for (int k = 0; k < 5; ++k) {
+    std::string t;
+    for (const auto& l : spanning_lines(700 + 350 * k)) t += l + "\n";
+    if (k % 2 == 1) t += ts(9000, "Assertion failed: boom");  // a last line without its newline
+    texts.push_back(std::move(t));
+  }
+  const auto run = [&](const std::vector<std::vector<std::size_t>>& groups, const std::vector<unsigned>& threads) {
+    std::vector<std::string> out;
+    ReplayOptions options;
+    options.pipeline.batch_bytes = 4096;
+    options.on_incident = [&](const Incident& i) { out.push_back(to_json(i)); };
+    Replay replay(compile_yaml(kSpanning), std::move(options));
+    std::vector<std::uint32_t> streams;
+    for (std::size_t k = 0; k < texts.size(); ++k) streams.push_back(replay.add_stream(named("f" + std::to_string(k)), raw()));
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      std::vector<WholeInput> group;
+      for (std::size_t k : groups[g]) group.push_back(WholeInput{streams[k], texts[k], at(static_cast<int>(k))});
+      replay.feed_whole(group, threads[g]);
+      for (std::size_t k : groups[g]) replay.close_stream(streams[k]);
+    }
+    replay.finish();
+    return out;
+  };
+  const auto whole = run({{0, 1, 2, 3, 4}}, {1});
+  REQUIRE(whole.size() >= 10);
+  CHECK(run({{0}, {1, 2}, {3}, {4}}, {1, 1, 1, 1}) == whole);
+  CHECK(run({{0}, {1, 2}, {3}, {4}}, {3, 1, 2, 8}) == whole);
+  CHECK(run({{0, 1}, {2, 3, 4}}, {2, 4}) == whole);
+}
