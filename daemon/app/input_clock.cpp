@@ -34,7 +34,7 @@ std::optional<Time> first_time_in(std::string_view head, const DecodeOptions& de
   // Decoded a piece at a time, the records referring to `head`, until a record prints a time or the look-ahead is
   // over: a log that prints one on its first line costs one small piece, not a copy of its first MiB (nor all of a
   // small file). Pieces grow as they find no time.
-  std::size_t piece = 2 * 1024;
+  std::size_t piece = 1024;
   std::size_t looked = 0;  // records looked at
   bool flushed = false;
   for (std::size_t at = 0; looked < kLookAheadLines && !flushed;) {

@@ -64,9 +64,9 @@ ContainerFormat detect_format(const WholeInput& in, const DecodeOptions& options
   Decoder decoder(in.stream, options);
   RecordBatch ignored;
   const std::size_t limit = std::min(in.bytes.size(), kDetectBytes);
-  // The first non-blank line decides: a small piece first (a small file is not decoded whole for it), larger ones
+  // The first non-blank line decides: 1 KiB first (a small file is not decoded whole for it), larger pieces
   // while nothing is decided.
-  std::size_t piece = 4 * 1024;
+  std::size_t piece = 1024;
   for (std::size_t at = 0; at < limit && decoder.format() == ContainerFormat::auto_detect;) {
     const std::size_t n = std::min<std::size_t>(limit - at, piece);
     decoder.feed(in.bytes.substr(at, n), in.read_time, ignored, /*in_place=*/true);
