@@ -392,7 +392,8 @@ int main(int argc, char** argv) {
       auto st = timings.find(stage);
       if (st == timings.end()) continue;
       auto& v = pairs[std::string(stage) + "/" + limit];
-      for (std::size_t i = 0; i < lt.cpu.size() && i < st->second.cpu.size(); ++i) v.push_back(lt.cpu[i] / st->second.cpu[i]);
+      for (std::size_t i = 0; i < lt.cpu.size() && i < st->second.cpu.size(); ++i)
+        v.push_back(lt.cpu[i] / st->second.cpu[i]);
     }
   }
   const double mb = static_cast<double>(data.size()) / 1e6;

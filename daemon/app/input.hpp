@@ -117,9 +117,9 @@ class ScanProgress {
 // cost more than the copy (a scan of 10,000 files of 17 KB).
 class MappedFile {
  public:
-  // Maps `path` if it is a regular file (an empty one maps to no bytes). Otherwise, or on failure, ok() is false and
-  // error() says why; `not_regular()` tells a pipe, a terminal or a compressed file (read it with ScanInput) from an
-  // error.
+  // Holds `path` whole if it is a regular file (an empty one holds no bytes). Otherwise, or on failure, ok() is false
+  // and error() says why; `not_regular()` tells a pipe, a terminal or a compressed file (read it with ScanInput) from
+  // an error.
   explicit MappedFile(const std::string& path);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;

@@ -473,7 +473,8 @@ TEST_CASE("feed_whole: inputs given over several calls, on changing numbers of t
     options.on_incident = [&](const Incident& i) { out.push_back(to_json(i)); };
     Replay replay(compile_yaml(kSpanning), std::move(options));
     std::vector<std::uint32_t> streams;
-    for (std::size_t k = 0; k < texts.size(); ++k) streams.push_back(replay.add_stream(named("f" + std::to_string(k)), raw()));
+    for (std::size_t k = 0; k < texts.size(); ++k)
+      streams.push_back(replay.add_stream(named("f" + std::to_string(k)), raw()));
     for (std::size_t g = 0; g < groups.size(); ++g) {
       std::vector<WholeInput> group;
       for (std::size_t k : groups[g]) group.push_back(WholeInput{streams[k], texts[k], at(static_cast<int>(k))});
