@@ -35,8 +35,6 @@
 // speed; `pairs` gives, per limit stage, each repetition's limit time divided by the pipeline's (or feed's) of the
 // same repetition, and their median: a ratio that the machine's changes of speed between minutes do not move.
 // The counts come from the first `scan` repetition.
-#include <dlfcn.h>
-#include <hs/hs.h>
 #include <time.h>
 
 #include <string.h>
@@ -57,6 +55,7 @@
 #include "faultline/match.hpp"
 #include "faultline/replay.hpp"
 #include "faultline/rules.hpp"
+#include "raw_limit.hpp"
 
 using namespace faultline;
 
@@ -109,10 +108,8 @@ std::string json_escape(std::string_view s) {
   return o;
 }
 
-// The raw limit (stages limit, limit_avx2): hs_limit's buffered strategy over the file in memory.
+// The raw limit (stages limit, limit_avx2): hs_limit's buffered strategy over the file in memory (raw_limit.hpp).
 struct LimitEngine {
-  using ScanFunction = hs_error_t (*)(const hs_database_t*, const char*, unsigned int, unsigned int, hs_scratch_t*,
-                                      match_event_handler, void*);
   struct DatabaseFree {
     void operator()(hs_database_t* d) const { hs_free_database(d); }
   };
@@ -121,42 +118,32 @@ struct LimitEngine {
   };
   std::unique_ptr<hs_database_t, DatabaseFree> db;
   std::unique_ptr<hs_scratch_t, ScratchFree> scratch;
-  ScanFunction scan = hs_scan;
+  raw_limit::Engine engine;
 };
 
 LimitEngine compile_limit(const std::string& path, bool avx2) {
-  std::ifstream in(path);
-  if (!in) die("cannot open --limit " + path);
-  std::vector<std::string> exprs;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (!line.empty() && line[0] != '#') exprs.push_back(line);
-  }
-  if (exprs.empty()) die("no patterns in " + path);
+  const auto patterns = raw_limit::read_patterns(path);
+  if (!patterns) die("cannot open --limit " + path);
+  if (patterns->empty()) die("no patterns in " + path);
   std::vector<const char*> ptrs;
   std::vector<unsigned> flags, ids;
-  for (std::size_t i = 0; i < exprs.size(); ++i) {
-    ptrs.push_back(exprs[i].c_str());
+  for (std::size_t i = 0; i < patterns->size(); ++i) {
+    ptrs.push_back((*patterns)[i].expr.c_str());
     flags.push_back(HS_FLAG_MULTILINE);
     ids.push_back(static_cast<unsigned>(i));
   }
   LimitEngine e;
-  hs_platform_info_t platform{};
-  if (avx2) {
-    void* f = ::dlsym(RTLD_DEFAULT, "avx2_hs_scan");
-    if (f == nullptr) die("stage limit_avx2: this library has no AVX2 engine of its own (avx2_hs_scan)");
-    e.scan = reinterpret_cast<LimitEngine::ScanFunction>(f);
-    hs_populate_platform(&platform);
-    platform.cpu_features &= ~static_cast<unsigned long long>(HS_CPU_FEATURES_AVX512 | HS_CPU_FEATURES_AVX512VBMI);
-  }
+  auto engine = raw_limit::engine(avx2);
+  if (!engine) die("stage limit_avx2: this library has no AVX2 engine of its own (avx2_hs_scan)");
+  e.engine = *engine;
   hs_database_t* db = nullptr;
   hs_compile_error_t* err = nullptr;
   if (hs_compile_multi(ptrs.data(), flags.data(), ids.data(), static_cast<unsigned>(ptrs.size()), HS_MODE_BLOCK,
-                       avx2 ? &platform : nullptr, &db, &err) != HS_SUCCESS) {
+                       e.engine.compile_for(), &db, &err) != HS_SUCCESS) {
     std::string what = err != nullptr ? err->message : "compile failed";
-    const int at = err != nullptr ? err->expression : -1;
+    const int at = err != nullptr ? (*patterns)[static_cast<std::size_t>(std::max(err->expression, 0))].source_line : 0;
     hs_free_compile_error(err);
-    die(path + ": pattern " + std::to_string(at) + ": " + what);
+    die(path + ":" + std::to_string(at) + ": " + what);
   }
   e.db.reset(db);
   hs_scratch_t* scratch = nullptr;
@@ -172,15 +159,10 @@ std::uint64_t scan_limit(const LimitEngine& e, std::string_view data) {
     ++*static_cast<std::uint64_t*>(ctx);
     return 0;
   };
-  std::size_t pos = 0;
-  while (pos < data.size()) {
-    std::size_t cut = std::min(data.size(), pos + kBuffer);
-    if (cut < data.size()) {
-      if (const void* nl = ::memrchr(data.data() + pos, '\n', cut - pos))
-        cut = static_cast<std::size_t>(static_cast<const char*>(nl) - data.data()) + 1;
-    }
-    if (e.scan(e.db.get(), data.data() + pos, static_cast<unsigned>(cut - pos), 0, e.scratch.get(), on_match,
-               &matches) != HS_SUCCESS)
+  for (std::size_t pos = 0; pos < data.size();) {
+    const std::size_t cut = raw_limit::next_cut(data, pos, kBuffer);
+    if (e.engine.scan(e.db.get(), data.data() + pos, static_cast<unsigned>(cut - pos), 0, e.scratch.get(), on_match,
+                      &matches) != HS_SUCCESS)
       die("hs_scan failed");
     pos = cut;
   }

@@ -37,7 +37,6 @@
 //
 // Usage: hs_limit [options] PATTERNS FILE     (see --help)
 
-#include <dlfcn.h>
 #include <hs.h>
 #include <time.h>
 
@@ -55,6 +54,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "raw_limit.hpp"
 
 namespace {
 
@@ -94,25 +95,13 @@ double thread_cpu_seconds() {
 
 // ------------------------------------------------------------------------------------------ patterns
 
-struct Pattern {
-  std::string expr;
-  int source_line;  // 1-based line in the pattern file
-};
+using raw_limit::Pattern;
 
 std::vector<Pattern> load_patterns(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) die("cannot open pattern file " + path);
-  std::vector<Pattern> out;
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty() || line[0] == '#') continue;
-    out.push_back({line, n});
-  }
-  if (out.empty()) die("no patterns in " + path);
-  return out;
+  auto out = raw_limit::read_patterns(path);
+  if (!out) die("cannot open pattern file " + path);
+  if (out->empty()) die("no patterns in " + path);
+  return std::move(*out);
 }
 
 struct Compiled {
@@ -128,14 +117,8 @@ struct Compiled {
   std::vector<std::string> som_dropped_notes;
 };
 
-// The engine block-mode strategies scan with (--engine): the library's pick (hs_scan), or its AVX2 engine with a
-// database compiled for AVX2, as faultline scans on a CPU with AVX-512 (whose engine in Vectorscan 5.4.9 misses
-// matches depending on the buffer's address; daemon/match/match.cpp).
-using ScanFunction = hs_error_t (*)(const hs_database_t*, const char*, unsigned int, unsigned int, hs_scratch_t*,
-                                    match_event_handler, void*);
-ScanFunction g_scan = hs_scan;
-bool g_avx2 = false;
-hs_platform_info_t g_platform;
+// The engine block-mode strategies scan with (--engine; raw_limit.hpp).
+raw_limit::Engine g_engine;
 
 // `extra` holds per-pattern extra flags (empty: none).
 Compiled compile(const std::vector<Pattern>& pats, const std::string& pattern_file, const std::vector<unsigned>& extra,
@@ -153,7 +136,7 @@ Compiled compile(const std::vector<Pattern>& pats, const std::string& pattern_fi
   hs_compile_error_t* raw_err = nullptr;
   auto t0 = Clock::now();
   hs_error_t rc = hs_compile_multi(exprs.data(), flags.data(), ids.data(), static_cast<unsigned>(exprs.size()),
-                                   mode, g_avx2 ? &g_platform : nullptr, &raw_db, &raw_err);
+                                   mode, g_engine.compile_for(), &raw_db, &raw_err);
   c.seconds = seconds_since(t0);
   c.db.reset(raw_db);
   CompileError err(raw_err);
@@ -364,18 +347,6 @@ struct Timer {
   }
 };
 
-// Cut [pos, n) at the last '\n' within `buf` bytes (or, for a longer line, at the line's end).
-size_t next_cut(const std::string& d, size_t pos, size_t buf) {
-  size_t n = d.size();
-  if (n - pos <= buf) return n;
-  size_t lim = pos + buf;
-  for (size_t i = lim; i > pos; --i) {
-    if (d[i - 1] == '\n') return i;
-  }
-  const void* nl = std::memchr(d.data() + lim, '\n', n - lim);
-  return nl ? static_cast<size_t>(static_cast<const char*>(nl) - d.data()) + 1 : n;
-}
-
 Result run_split(const Input& in) {
   Result r;
   r.name = "split";
@@ -409,9 +380,9 @@ Result run_buffered(const std::string& name, const Input& in, const hs_database_
   size_t pos = 0;
   const size_t n = in.data.size();
   while (pos < n) {
-    size_t cut = next_cut(in.data, pos, buf);
+    size_t cut = raw_limit::next_cut(in.data, pos, buf);
     c.base = pos;
-    if (g_scan(db, data + pos, static_cast<unsigned>(cut - pos), 0, scratch, cb, &c) != HS_SUCCESS)
+    if (g_engine.scan(db, data + pos, static_cast<unsigned>(cut - pos), 0, scratch, cb, &c) != HS_SUCCESS)
       die("hs_scan failed");
     ++r.calls;
     if (verify && !c.cands.empty()) {
@@ -420,7 +391,8 @@ Result run_buffered(const std::string& name, const Input& in, const hs_database_
       for (const auto& [ls, le] : c.cands) {
         if (le == ls) continue;
         c.cur_line_end = le;
-        if (g_scan(db, data + ls, static_cast<unsigned>(le - ls), 0, scratch, on_match_perline, &c) != HS_SUCCESS)
+        if (g_engine.scan(db, data + ls, static_cast<unsigned>(le - ls), 0, scratch, on_match_perline, &c) !=
+            HS_SUCCESS)
           die("hs_scan failed");
         ++r.rescans;
       }
@@ -450,7 +422,8 @@ Result run_perline(const Input& in, const hs_database_t* db, hs_scratch_t* scrat
     size_t le = nl ? static_cast<size_t>(static_cast<const char*>(nl) - base) : n;
     if (le > pos) {
       c.cur_line_end = le;
-      if (g_scan(db, base + pos, static_cast<unsigned>(le - pos), 0, scratch, on_match_perline, &c) != HS_SUCCESS)
+      if (g_engine.scan(db, base + pos, static_cast<unsigned>(le - pos), 0, scratch, on_match_perline, &c) !=
+          HS_SUCCESS)
         die("hs_scan failed");
       ++r.calls;
     }
@@ -573,13 +546,9 @@ int main(int argc, char** argv) {
     } else if (a == "--engine") {
       const std::string e = need("--engine");
       if (e == "avx2") {
-        void* f = ::dlsym(RTLD_DEFAULT, "avx2_hs_scan");
-        if (f == nullptr) die("--engine avx2: this library has no AVX2 engine of its own (avx2_hs_scan)");
-        g_scan = reinterpret_cast<ScanFunction>(f);
-        g_avx2 = true;
-        hs_populate_platform(&g_platform);
-        g_platform.cpu_features &=
-            ~static_cast<unsigned long long>(HS_CPU_FEATURES_AVX512 | HS_CPU_FEATURES_AVX512VBMI);
+        auto avx2 = raw_limit::engine(true);
+        if (!avx2) die("--engine avx2: this library has no AVX2 engine of its own (avx2_hs_scan)");
+        g_engine = *avx2;
       } else if (e != "library") {
         die("--engine: library or avx2");
       }
@@ -618,7 +587,7 @@ int main(int argc, char** argv) {
     if (!block.error.empty()) die(block.error);  // the base case must compile
     block_scratch = alloc_scratch(block.db.get());
   }
-  if (g_avx2 && (has("stream") || has("som"))) die("--engine avx2 measures the block-mode strategies only");
+  if (g_engine.avx2 && (has("stream") || has("som"))) die("--engine avx2 measures the block-mode strategies only");
   if (has("stream")) {
     stream_db = compile(pats, pattern_file, {}, HS_MODE_STREAM);
     if (stream_db.error.empty()) stream_scratch = alloc_scratch(stream_db.db.get());
@@ -725,7 +694,7 @@ int main(int argc, char** argv) {
 
   const double mb = static_cast<double>(in.data.size()) / 1e6;
   if (json) {
-    std::printf("{\"engine\":\"%s\",", g_avx2 ? "avx2" : "library");
+    std::printf("{\"engine\":\"%s\",", g_engine.avx2 ? "avx2" : "library");
     std::printf("\"hs_version\":\"%s\",\"patterns_file\":\"%s\",\"patterns\":%zu,\"input\":\"%s\",\"bytes\":%zu,"
                 "\"lines\":%zu,\"buf_size\":%zu,\"reps\":%d,\"load_seconds\":%.6f,\"scratch_bytes\":%zu,",
                 json_escape(hs_version()).c_str(), json_escape(pattern_file).c_str(), npat,

@@ -393,6 +393,12 @@ std::string ScanProgress::line(const std::string& input, std::size_t consumed, s
   return out;
 }
 
+namespace {
+Time modification_time(const struct stat& st) {
+  return Time(std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec));
+}
+}  // namespace
+
 MappedFile::MappedFile(const std::string& path) {
   struct stat named {};
   // A FIFO is not opened here: opening it twice (here, then by ScanInput) could miss a writer that came and went.
@@ -452,7 +458,7 @@ MappedFile::MappedFile(const std::string& path) {
   }
   if (data_ != nullptr && !owned_) fd_ = fd;
   else ::close(fd);
-  if (ok()) modified_ = Time(std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec));
+  if (ok()) modified_ = modification_time(st);
 }
 
 bool MappedFile::copy(std::size_t offset, char* out, std::size_t size) const {
@@ -492,7 +498,7 @@ Time input_read_time(const std::string& input, const std::optional<Time>& now) {
   if (input != "-") {
     struct stat st {};
     if (::stat(input.c_str(), &st) == 0) {
-      return Time(std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec));
+      return modification_time(st);
     }
   }
   return SystemClock::instance().now();

@@ -54,14 +54,14 @@ void Streams::name_taken(const std::string& name, std::uint32_t index) {
   if (!added && index < it->second) it->second = index;
 }
 
-std::optional<std::uint32_t> Streams::find(std::string_view name) const {
+std::optional<std::uint32_t> Streams::find(const std::string& name) const {
   if (name.empty()) {  // streams not named yet (indexes asked for before they were described)
     for (std::uint32_t i = 0; i < streams_.size(); ++i) {
       if (streams_[i].id.name.empty()) return i;
     }
     return std::nullopt;
   }
-  auto it = first_named_.find(std::string(name));
+  auto it = first_named_.find(name);
   if (it == first_named_.end()) return std::nullopt;
   return it->second;
 }

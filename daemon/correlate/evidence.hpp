@@ -76,7 +76,7 @@ class Streams {
   // The first stream of that name, added when there is none (a restored checkpoint names its streams).
   std::uint32_t find_or_add(const std::string& name);
   // The first stream of that name (ended or not), by a lookup: none when no stream has it.
-  std::optional<std::uint32_t> find(std::string_view name) const;
+  std::optional<std::uint32_t> find(const std::string& name) const;
   // The stream's logical identity (its name when it has none): what stories are keyed by.
   const std::string& logical_of(std::uint32_t index);  // valid until a stream is added
 
