@@ -148,11 +148,12 @@ def render(raw: dict) -> str:
                  "correlate in memory, as `scan -j 1` drives it), CPU, median of 3 repetitions in one process (the first "
                  "pays first-use costs that the whole-process figure counts once). Pipeline ÷ limit: measured in that same "
                  "process, repetition by repetition (`fl_count --stages pipeline,limit --limit`: the raw limit's scan of "
-                 "the same bytes, as hs_limit does it, right after each repetition of the pipeline; the median of the "
-                 "3 ratios), so that both sides see the machine at the same speed. Daemon's path: "
+                 "the same bytes, as hs_limit does it, right after each repetition of the pipeline; the median of "
+                 "the ratios of all %d runs in turn, 3 repetitions each), so that both sides see the machine at the same "
+                 "speed. Daemon's path: "
                  "`fl_count --stages feed`, the same "
                  "pipeline fed 1 MiB reads as `run` feeds a tailed file, CPU."
-                 % (CORPUS_NAMES["A"], CORPUS_NAMES["B"], ALTERNATIONS, co.get("cores", 0)))
+                 % (CORPUS_NAMES["A"], CORPUS_NAMES["B"], ALTERNATIONS, co.get("cores", 0), ALTERNATIONS))
         L.append("")
         avx2 = [k for k in co["corpora"] if all("hs_avx2" in r for r in co["corpora"][k]["rounds"])]
         if avx2:
