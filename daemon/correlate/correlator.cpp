@@ -110,14 +110,12 @@ struct Correlator::Impl {
     s.stream = meta.stream;
     s.last_activity = t;
 
-    auto names = [&](const std::vector<std::string>& list) {
-      return std::find(list.begin(), list.end(), ev.name) != list.end();
-    };
-    if (names(r.lifetime.resolve_on)) {
+    const EventRole& role = rules.role(hit.event);
+    if (role.resolves) {
       if (OpenIncident* oi = book.find({s.rule, s.key}); oi && oi->incident.status == IncidentStatus::firing)
         book.resolve(*oi, t, ev.name.c_str(), call);
     }
-    if (names(r.reset_on)) {
+    if (role.resets) {
       machine.reset(s, ev.name.c_str());
       if (OpenIncident* oi = book.find({s.rule, s.key})) oi->boundary = true;
     }
@@ -134,7 +132,9 @@ struct Correlator::Impl {
     h.explained = false;
     call.line = last_hit_line = meta.line;
     bool counted = machine.apply(s, h, hit.record, call);
-    if (!counted && (r.tolerance.lines > 0 || r.tolerance.time.count() > 0)) {
+    // An early hit waits for its earlier step only where a required step can take it (a phase marker that only
+    // optional steps list never can: remembered, it would only push out hits that can).
+    if (!counted && role.later_required && (r.tolerance.lines > 0 || r.tolerance.time.count() > 0)) {
       machine.remember_early(s, h);
     } else if (!counted && trace) {
       machine.explain_not_counted(s, h, false);

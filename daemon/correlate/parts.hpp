@@ -16,17 +16,33 @@
 
 namespace faultline::correlate {
 
+// What one event of a rule does in it, worked out once per rule set (a hit would otherwise compare its event's name
+// with every step's and every list's).
+struct EventRole {
+  std::vector<std::uint32_t> optional_steps;  // indexes of the optional steps that list it, ascending
+  bool later_required = false;  // a required step (not an absence) lists it: an early hit of it may count later
+  bool resolves = false;        // lifetime.resolve_on names it
+  bool resets = false;          // reset_on names it
+};
+
 // The rule set in force; replace_rules swaps it under every part at once.
 class ActiveRules {
  public:
-  explicit ActiveRules(std::shared_ptr<const CompiledRules> rules) : rules_(std::move(rules)) {}
+  explicit ActiveRules(std::shared_ptr<const CompiledRules> rules) : rules_(std::move(rules)) { index_roles(); }
   const Rule& operator[](std::uint32_t index) const { return rules_->rule(index); }
   const RuleSet& rule_set() const { return rules_->rule_set(); }
   const CompiledRules& compiled() const { return *rules_; }
-  void replace(std::shared_ptr<const CompiledRules> rules) { rules_ = std::move(rules); }
+  const EventRole& role(EventRef e) const { return roles_[e.rule][e.event]; }
+  void replace(std::shared_ptr<const CompiledRules> rules) {
+    rules_ = std::move(rules);
+    index_roles();
+  }
 
  private:
+  void index_roles();
+
   std::shared_ptr<const CompiledRules> rules_;
+  std::vector<std::vector<EventRole>> roles_;  // per rule, per event
 };
 
 // A rule keyed by node and not by stream: its stories and incidents span the node's streams and run on the node's

@@ -17,6 +17,26 @@ bool tolerant(const Rule& r) { return r.tolerance.lines > 0 || r.tolerance.time.
 
 }  // namespace
 
+void ActiveRules::index_roles() {
+  roles_.clear();
+  for (const Rule& r : rules_->rule_set().rules) {
+    auto& roles = roles_.emplace_back(r.events.size());
+    for (std::size_t e = 0; e < r.events.size(); ++e) {
+      const std::string& name = r.events[e].name;
+      EventRole& role = roles[e];
+      for (std::size_t i = 0; i < r.sequence.size(); ++i) {
+        const Step& st = r.sequence[i];
+        if (!step_has(st, name)) continue;
+        if (st.optional) role.optional_steps.push_back(static_cast<std::uint32_t>(i));
+        else if (!st.absent_for) role.later_required = true;
+      }
+      role.resolves = std::find(r.lifetime.resolve_on.begin(), r.lifetime.resolve_on.end(), name) !=
+                      r.lifetime.resolve_on.end();
+      role.resets = std::find(r.reset_on.begin(), r.reset_on.end(), name) != r.reset_on.end();
+    }
+  }
+}
+
 std::uint64_t EventSet::low_mask() const {
   std::uint64_t mask = 0;
   for (std::size_t i = 0; i < bits_.size() && i < 64; ++i) {
@@ -187,9 +207,8 @@ bool StoryMachine::apply(Story& s, const RecentHit& h, std::optional<std::uint32
   const Rule& r = rules_[s.rule];
   const EventPattern& ev = r.events[h.event];
   // Optional steps: evidence at any point of the story.
-  for (std::size_t i = 0; i < r.sequence.size(); ++i) {
+  for (const std::uint32_t i : rules_.role({s.rule, h.event}).optional_steps) {
     const Step& st = r.sequence[i];
-    if (!st.optional || !step_has(st, ev.name)) continue;
     if (!after_ok(s, r, st)) continue;
     StepState& ss = s.steps[i];
     ++ss.hits;

@@ -27,21 +27,33 @@ std::string_view basename(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
+// A frame as a story's lines print it, a view into them: a Python frame's file and function, or a native or Go
+// function. Its text ("model_runner.py:capture", "ray::gcs::Client::Connect") is made only for the frames a
+// signature keeps.
+struct FrameRef {
+  std::string_view file;      // Python frames only
+  std::string_view function;
+  bool python = false;
+  std::string text() const {
+    return python ? std::string(file).append(":").append(function) : std::string(function);
+  }
+};
+
 // `  File "/x/y/model_runner.py", line 782, in capture` (traceback) or `  File "...", line 77 in capture_begin`
 // (faulthandler) → "model_runner.py:capture".
-std::optional<std::string> python_frame(std::string_view t) {
+std::optional<FrameRef> python_frame(std::string_view t) {
   if (!t.starts_with("File \"")) return std::nullopt;
   auto close = t.find('"', 6);
   if (close == std::string_view::npos) return std::nullopt;
   std::string_view file = basename(t.substr(6, close - 6));
   auto in = t.find(" in ", close);
   std::string_view func = in == std::string_view::npos ? std::string_view() : trim(t.substr(in + 4));
-  return std::string(file) + ":" + std::string(func);
+  return FrameRef{file, func, true};
 }
 
 // Native frames: "@     0x7f1b5f90339a  ray::gcs::Client::Connect()", "#3 0x... in foo (libx.so)",
 // "frame #2: c10::Error::Error(...) + 0x..". Logging and runtime frames are skipped.
-std::optional<std::string> native_frame(std::string_view t) {
+std::optional<FrameRef> native_frame(std::string_view t) {
   std::string_view sym;
   if (t.starts_with("@ ")) {
     t = trim(t.substr(2));
@@ -76,12 +88,12 @@ std::optional<std::string> native_frame(std::string_view t) {
       sym.starts_with("Py") || sym.starts_with("__libc") || sym.starts_with("_start") ||
       sym.find("RayLog") != std::string_view::npos || sym.find("LogMessage") != std::string_view::npos)
     return std::nullopt;
-  return std::string(sym);
+  return FrameRef{{}, sym};
 }
 
 // A Go frame's function line, "net/http.(*Server).Serve(0xc000320700, {...})" → "http.(*Server).Serve": the name
 // before the argument list, without its package path.
-std::optional<std::string> go_function(std::string_view t) {
+std::optional<FrameRef> go_function(std::string_view t) {
   if (t.size() < 3 || t.back() != ')' || t.find(' ') < t.find('(')) return std::nullopt;
   // The argument list is the last top-level parenthesis group.
   int depth = 0;
@@ -96,7 +108,7 @@ std::optional<std::string> go_function(std::string_view t) {
   if (open == std::string_view::npos || open == 0) return std::nullopt;
   std::string_view name = basename(t.substr(0, open));
   if (name.find('.') == std::string_view::npos) return std::nullopt;
-  return std::string(name);
+  return FrameRef{{}, name};
 }
 
 // "RuntimeError: CUDA error: ..." → ("RuntimeError", "CUDA error: ..."); "KeyboardInterrupt" → (it, "").
@@ -132,7 +144,7 @@ struct Candidate {
   std::size_t index = 0;
   std::string type;
   std::string message;
-  std::vector<std::string> frames;
+  std::vector<FrameRef> frames;
 };
 
 }  // namespace
@@ -148,20 +160,25 @@ FailureSignature fingerprint_detail::signature_of_stripped(const std::vector<std
                                                            const std::vector<std::string_view>& lines) {
 
   Candidate best;
-  auto offer = [&best](int rank, std::size_t index, std::string type, std::string_view message,
-                       std::vector<std::string> frames) {
+  // (Its strings are made only for the candidate that wins over the best so far.)
+  auto offer = [&best](int rank, std::size_t index, std::string_view type, std::string_view message,
+                       std::vector<FrameRef> frames) {
     if (rank <= best.rank) return;
-    best = Candidate{rank, index, std::move(type), std::string(message), std::move(frames)};
+    best.rank = rank;
+    best.index = index;
+    best.type.assign(type);
+    best.message.assign(message);
+    best.frames = std::move(frames);
   };
 
-  std::vector<std::string> py_frames;  // of the traceback being read, outermost first
-  std::vector<std::string> native;     // native frames seen so far, innermost first (as dumps print them)
+  std::vector<FrameRef> py_frames;  // of the traceback being read, outermost first
+  std::vector<FrameRef> native;     // native frames seen so far, innermost first (as dumps print them)
   bool in_traceback = false;
   bool in_stack_first = false;         // faulthandler's "Stack (most recent call first):"
-  std::vector<std::string> stack_first;
+  std::vector<FrameRef> stack_first;
   std::string pending_terminate;       // the type of a "terminate called after throwing" awaiting its what()
   std::size_t last_py_frame = 0;       // index of the latest Python frame line
-  std::vector<std::string> go_frames;  // a Go runtime dump's functions, in the order printed (innermost first)
+  std::vector<FrameRef> go_frames;  // a Go runtime dump's functions, in the order printed (innermost first)
   std::optional<std::size_t> go_dump;  // index of its first frame line ("file.go:N +0x.. fp=0x.. sp=.. pc=..")
   for (std::size_t i = 0; i < lines.size(); ++i) {
     std::string_view t = trim(lines[i]);
@@ -206,9 +223,9 @@ FailureSignature fingerprint_detail::signature_of_stripped(const std::vector<std
     }
     if (in_traceback && !indented) {
       if (auto ex = exception_line(t)) {
-        std::vector<std::string> frames;
+        std::vector<FrameRef> frames;
         for (auto it = py_frames.rbegin(); it != py_frames.rend() && frames.size() < 3; ++it) frames.push_back(*it);
-        offer(3, i, std::string(ex->first), ex->second, std::move(frames));
+        offer(3, i, ex->first, ex->second, std::move(frames));
         in_traceback = false;
         continue;
       }
@@ -218,7 +235,7 @@ FailureSignature fingerprint_detail::signature_of_stripped(const std::vector<std
       // An exception's last line whose traceback was not logged (or was cut from an excerpt).
       if (auto ex = exception_line(t);
           ex && (!ex->second.empty() || t.back() == ':') && !fingerprint_detail::exception_class(t).empty()) {
-        offer(2, i, std::string(ex->first), ex->second, {});
+        offer(2, i, ex->first, ex->second, {});
         continue;
       }
     }
@@ -262,7 +279,7 @@ FailureSignature fingerprint_detail::signature_of_stripped(const std::vector<std
       std::string_view file = basename(loc.substr(0, loc.find(':')));
       std::string_view message = sp == std::string_view::npos ? std::string_view() : trim(where.substr(sp));
       if (message.empty() && i + 1 < lines.size()) message = trim(lines[i + 1]);
-      offer(3, i, "panic", message, {std::string(file)});
+      offer(3, i, "panic", message, {FrameRef{{}, file}});
       continue;
     }
     if (t.starts_with("panic: ")) {
@@ -272,7 +289,7 @@ FailureSignature fingerprint_detail::signature_of_stripped(const std::vector<std
     if (t.find("CUDA error: ") != std::string_view::npos || t.find("CUDA error ") != std::string_view::npos || t.find("CUBLAS_STATUS_") != std::string_view::npos ||
         t.find("CUDNN_STATUS_") != std::string_view::npos || t.find("cudaError") != std::string_view::npos ||
         t.find("CUDA_ERROR_") != std::string_view::npos) {
-      if (auto ex = exception_line(t)) offer(2, i, std::string(ex->first), ex->second, {});
+      if (auto ex = exception_line(t)) offer(2, i, ex->first, ex->second, {});
       else offer(2, i, "CUDA error", t, {});
       continue;
     }
@@ -281,7 +298,7 @@ FailureSignature fingerprint_detail::signature_of_stripped(const std::vector<std
       continue;
     }
     if (t.find("[Errno ") != std::string_view::npos) {
-      if (auto ex = exception_line(t)) offer(1, i, std::string(ex->first), ex->second, {});
+      if (auto ex = exception_line(t)) offer(1, i, ex->first, ex->second, {});
       else offer(1, i, "Errno", t, {});
       continue;
     }
@@ -319,7 +336,7 @@ FailureSignature fingerprint_detail::signature_of_stripped(const std::vector<std
     // not the runtime's own (the runtime's when there are no others).
     best = Candidate{0, *go_dump, "go runtime traceback", "", {}};
     for (const auto& f : go_frames) {
-      if (!f.starts_with("runtime.") && best.frames.size() < 3) best.frames.push_back(f);
+      if (!f.function.starts_with("runtime.") && best.frames.size() < 3) best.frames.push_back(f);
     }
     if (best.frames.empty()) {
       for (std::size_t k = 0; k < go_frames.size() && k < 3; ++k) best.frames.push_back(go_frames[k]);
@@ -341,7 +358,8 @@ FailureSignature fingerprint_detail::signature_of_stripped(const std::vector<std
   sig.type = best.type;
   sig.message = best.message;
   sig.message_template = message_template(best.message);
-  sig.frames = best.frames;
+  sig.frames.reserve(best.frames.size());
+  for (const auto& f : best.frames) sig.frames.push_back(f.text());
   sig.terminal_index = std::min(best.index, lines.empty() ? 0 : lines.size() - 1);
   sig.terminal = lines.empty() ? std::string() : std::string(trim(lines[sig.terminal_index]));
   std::uint64_t h = kFnv1a64Offset;

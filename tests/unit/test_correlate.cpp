@@ -84,6 +84,40 @@ TEST_CASE("an early hit further behind than the tolerance is forgotten, and --ex
   CHECK(said("line 6: two-step/b matched, not counted") == 0);
 }
 
+TEST_CASE("a marker only optional steps list does not wait as an early hit, nor push out one that does",
+          "[correlate]") {
+  Harness h(compile_yaml(R"(
+id: phased
+title: "B after A"
+severity: critical
+events:
+  phase: 'Capturing CUDA graphs'
+  a: 'alpha happened'
+  b: 'beta failed'
+sequence:
+  - event: phase
+    optional: true
+  - event: a
+  - event: b
+tolerance: {time: 5s}
+)"));
+  std::vector<std::string> trace;
+  h.pipeline.set_trace([&](const std::string& t) { trace.push_back(t); });
+  // b comes early; 40 progress lines follow (more than an early hit memory holds), then a: b counts after it.
+  std::vector<std::string> lines{ts(0, "ERROR beta failed")};
+  for (int i = 0; i < 40; ++i) lines.push_back(ts(0, "Capturing CUDA graphs: " + std::to_string(i) + "%"));
+  lines.push_back(ts(1, "INFO alpha happened"));
+  h.lines(lines);
+  auto inc = h.of("phased");
+  REQUIRE(inc.size() == 1);
+  auto said = [&](const std::string& what) {
+    return std::count_if(trace.begin(), trace.end(), [&](const std::string& t) { return t.find(what) != t.npos; });
+  };
+  CHECK(said("phased/phase matched, not counted") == 0);
+  CHECK(said("phased/phase matched, dropped") == 0);
+  CHECK(said("earlier hit of b at line 1 taken as in order") == 1);
+}
+
 TEST_CASE("a step window that passes expires the story", "[correlate]") {
   Harness h(compile_yaml(kTwoStep));
   h.lines({ts(0, "alpha happened"), ts(120, "beta failed")});
