@@ -3,7 +3,6 @@
 // engine (linear scans by hand).
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <optional>
 
 #include "exception_line.hpp"
@@ -13,6 +12,7 @@
 namespace faultline {
 
 using namespace fingerprint_detail;
+using namespace std::string_view_literals;
 
 namespace {
 
@@ -46,7 +46,7 @@ std::optional<FrameRef> python_frame(std::string_view t) {
   auto close = t.find('"', 6);
   if (close == std::string_view::npos) return std::nullopt;
   std::string_view file = basename(t.substr(6, close - 6));
-  auto in = t.find(" in ", close);
+  auto in = t.find(" in "sv, close);
   std::string_view func = in == std::string_view::npos ? std::string_view() : trim(t.substr(in + 4));
   return FrameRef{file, func, true};
 }
@@ -69,13 +69,13 @@ std::optional<FrameRef> native_frame(std::string_view t) {
     }
     sym = next_word(t);
   } else if (t.starts_with("frame #")) {
-    auto colon = t.find(": ");
+    auto colon = t.find(": "sv);
     if (colon == std::string_view::npos) return std::nullopt;
     sym = t.substr(colon + 2);
     auto cut = sym.find_first_of("(+ ");
     sym = sym.substr(0, cut);
   } else if (t.size() > 2 && t[0] == '#' && is_digit(t[1])) {
-    auto in = t.find(" in ");
+    auto in = t.find(" in "sv);
     if (in == std::string_view::npos) return std::nullopt;
     sym = next_word(t.substr(in + 4));
     auto cut = sym.find('(');
@@ -86,7 +86,7 @@ std::optional<FrameRef> native_frame(std::string_view t) {
   if (sym.empty() || sym.starts_with("(unknown)") || sym.starts_with("google::") || sym.starts_with("absl::") ||
       sym.starts_with("c10::Error") || sym.starts_with("c10::detail::") || sym.starts_with("_Py") ||
       sym.starts_with("Py") || sym.starts_with("__libc") || sym.starts_with("_start") ||
-      sym.find("RayLog") != std::string_view::npos || sym.find("LogMessage") != std::string_view::npos)
+      sym.find("RayLog"sv) != std::string_view::npos || sym.find("LogMessage"sv) != std::string_view::npos)
     return std::nullopt;
   return FrameRef{{}, sym};
 }
@@ -184,7 +184,7 @@ FailureSignature fingerprint_detail::signature_of_stripped(const std::vector<std
     std::string_view t = trim(lines[i]);
     const bool indented = !lines[i].empty() && is_space_or_tab(lines[i][0]);
     if (t.empty()) continue;
-    if (t.find(" fp=0x") != std::string_view::npos && t.find(" sp=0x") != std::string_view::npos) {
+    if (t.find(" fp=0x"sv) != std::string_view::npos && t.find(" sp=0x"sv) != std::string_view::npos) {
       if (!go_dump) go_dump = i;
       continue;
     }
@@ -210,7 +210,7 @@ FailureSignature fingerprint_detail::signature_of_stripped(const std::vector<std
       if (native.size() < 3) native.push_back(*f);
       continue;
     }
-    if (t.find("Traceback (most recent call last):") != std::string_view::npos) {
+    if (t.find("Traceback (most recent call last):"sv) != std::string_view::npos) {
       in_traceback = true;
       in_stack_first = false;
       py_frames.clear();
@@ -239,38 +239,38 @@ FailureSignature fingerprint_detail::signature_of_stripped(const std::vector<std
         continue;
       }
     }
-    if (auto p = t.find("Fatal Python error: "); p != std::string_view::npos) {
+    if (auto p = t.find("Fatal Python error: "sv); p != std::string_view::npos) {
       // Its frames follow ("Stack (most recent call first):"): fixed up below.
       offer(3, i, "Fatal Python error", t.substr(p + 20), {});
       continue;
     }
-    if (auto p = t.find("terminate called after throwing an instance of "); p != std::string_view::npos) {
+    if (auto p = t.find("terminate called after throwing an instance of "sv); p != std::string_view::npos) {
       pending_terminate = "terminate " + std::string(trim(t.substr(p + 47)));
       pending_terminate.erase(std::remove(pending_terminate.begin(), pending_terminate.end(), '\''),
                               pending_terminate.end());
       offer(2, i, pending_terminate, "", {});
       continue;
     }
-    if (auto p = t.find("terminate called"); p != std::string_view::npos) {
+    if (auto p = t.find("terminate called"sv); p != std::string_view::npos) {
       offer(2, i, "terminate", t.substr(p), {});
       continue;
     }
-    if (auto p = t.find("what():"); p != std::string_view::npos) {
+    if (auto p = t.find("what():"sv); p != std::string_view::npos) {
       offer(3, i, pending_terminate.empty() ? "terminate" : pending_terminate, trim(t.substr(p + 7)), {});
       continue;
     }
-    if (auto p = t.find("Check failed: "); p != std::string_view::npos) {
+    if (auto p = t.find("Check failed: "sv); p != std::string_view::npos) {
       offer(3, i, "Check failed", t.substr(p + 14), {});
       continue;
     }
-    if (auto p = t.find("Assertion"); p != std::string_view::npos &&
-                                      (t.find("Assertion failed") != std::string_view::npos ||
-                                       t.find("' failed") != std::string_view::npos)) {
-      const auto colon = t.find("Assertion failed: ");
+    if (auto p = t.find("Assertion"sv); p != std::string_view::npos &&
+                                      (t.find("Assertion failed"sv) != std::string_view::npos ||
+                                       t.find("' failed"sv) != std::string_view::npos)) {
+      const auto colon = t.find("Assertion failed: "sv);
       offer(3, i, "Assertion failed", colon == std::string_view::npos ? t : trim(t.substr(colon + 18)), {});
       continue;
     }
-    if (auto p = t.find("' panicked at "); p != std::string_view::npos && t.find("thread '") != std::string_view::npos) {
+    if (auto p = t.find("' panicked at "sv); p != std::string_view::npos && t.find("thread '"sv) != std::string_view::npos) {
       std::string_view where = t.substr(p + 14);
       auto sp = where.find(' ');
       std::string_view loc = sp == std::string_view::npos ? where : where.substr(0, sp);
@@ -286,9 +286,9 @@ FailureSignature fingerprint_detail::signature_of_stripped(const std::vector<std
       offer(3, i, "panic", t.substr(7), {});
       continue;
     }
-    if (t.find("CUDA error: ") != std::string_view::npos || t.find("CUDA error ") != std::string_view::npos || t.find("CUBLAS_STATUS_") != std::string_view::npos ||
-        t.find("CUDNN_STATUS_") != std::string_view::npos || t.find("cudaError") != std::string_view::npos ||
-        t.find("CUDA_ERROR_") != std::string_view::npos) {
+    if (t.find("CUDA error: "sv) != std::string_view::npos || t.find("CUDA error "sv) != std::string_view::npos || t.find("CUBLAS_STATUS_"sv) != std::string_view::npos ||
+        t.find("CUDNN_STATUS_"sv) != std::string_view::npos || t.find("cudaError"sv) != std::string_view::npos ||
+        t.find("CUDA_ERROR_"sv) != std::string_view::npos) {
       if (auto ex = exception_line(t)) offer(2, i, ex->first, ex->second, {});
       else offer(2, i, "CUDA error", t, {});
       continue;
@@ -297,30 +297,30 @@ FailureSignature fingerprint_detail::signature_of_stripped(const std::vector<std
       offer(2, i, "fatal", t, {});
       continue;
     }
-    if (t.find("[Errno ") != std::string_view::npos) {
+    if (t.find("[Errno "sv) != std::string_view::npos) {
       if (auto ex = exception_line(t)) offer(1, i, ex->first, ex->second, {});
       else offer(1, i, "Errno", t, {});
       continue;
     }
-    if (t.find("Segmentation fault") != std::string_view::npos || t.find("SIGSEGV") != std::string_view::npos) {
+    if (t.find("Segmentation fault"sv) != std::string_view::npos || t.find("SIGSEGV"sv) != std::string_view::npos) {
       offer(1, i, "signal", "Segmentation fault", {});
       continue;
     }
-    if (t.find("SIGABRT") != std::string_view::npos || t.find("Aborted") != std::string_view::npos) {
+    if (t.find("SIGABRT"sv) != std::string_view::npos || t.find("Aborted"sv) != std::string_view::npos) {
       offer(1, i, "signal", "Aborted", {});
       continue;
     }
-    if (t.find("SIGBUS") != std::string_view::npos || t.find("Bus error") != std::string_view::npos) {
+    if (t.find("SIGBUS"sv) != std::string_view::npos || t.find("Bus error"sv) != std::string_view::npos) {
       offer(1, i, "signal", "Bus error", {});
       continue;
     }
-    if (t.find("SIGILL") != std::string_view::npos || t.find("Illegal instruction") != std::string_view::npos) {
+    if (t.find("SIGILL"sv) != std::string_view::npos || t.find("Illegal instruction"sv) != std::string_view::npos) {
       offer(1, i, "signal", "Illegal instruction", {});
       continue;
     }
-    if (t.find("exit status") != std::string_view::npos || t.find("exited with code") != std::string_view::npos ||
-        t.find("exitcode") != std::string_view::npos || t.find("exit code") != std::string_view::npos ||
-        t.find("The program will terminate") != std::string_view::npos) {
+    if (t.find("exit status"sv) != std::string_view::npos || t.find("exited with code"sv) != std::string_view::npos ||
+        t.find("exitcode"sv) != std::string_view::npos || t.find("exit code"sv) != std::string_view::npos ||
+        t.find("The program will terminate"sv) != std::string_view::npos) {
       offer(0, i, "exit", t, {});
       continue;
     }
@@ -367,9 +367,7 @@ FailureSignature fingerprint_detail::signature_of_stripped(const std::vector<std
   mix(type_key(sig.type));
   mix(sig.message_template);
   for (const auto& f : sig.frames) mix(f);
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  sig.fingerprint = buf;
+  sig.fingerprint = hex16(h);
   return sig;
 }
 

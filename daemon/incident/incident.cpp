@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
 #include <stdexcept>
 
 #include "faultline/json_integer.hpp"
@@ -168,9 +167,7 @@ std::string make_incident_id(std::string_view rule, std::string_view logical_key
   mix(rule);
   mix(logical_key);
   mix(first_line);
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
+  return hex16(h);
 }
 
 std::string to_json(const Incident& in) {

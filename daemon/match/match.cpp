@@ -15,7 +15,6 @@
 #include <cassert>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -589,10 +588,8 @@ CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
   key = mix_part(key, hs_version());
   key = mix_part(key, std::to_string(platform.cpu_features) + "/" + std::to_string(platform.tune));
   for (std::size_t i = 0; i < patterns.size(); ++i) key = mix_part(mix_part(key, patterns[i]), std::to_string(flags[i]));
-  char key_hex[17];
-  std::snprintf(key_hex, sizeof key_hex, "%016llx", static_cast<unsigned long long>(key));
   fs::path cache_file;
-  if (!options.cache_dir.empty()) cache_file = fs::path(options.cache_dir) / (std::string("rules-") + key_hex + ".hsdb");
+  if (!options.cache_dir.empty()) cache_file = fs::path(options.cache_dir) / std::string("rules-").append(hex16(key)).append(".hsdb");
 
   hs_database_t* raw_db = nullptr;
   if (!cache_file.empty()) {

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -372,9 +371,7 @@ std::string entry_path(const std::string& dir, const std::vector<ParsedSource>& 
     h = (h ^ s.size) * 1099511628211ull;
     h = (h ^ s.hash) * 1099511628211ull;
   }
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return (std::filesystem::path(dir) / (std::string("parsed-") + hex + ".bin")).string();
+  return (std::filesystem::path(dir) / std::string("parsed-").append(hex16(h)).append(".bin")).string();
 }
 
 void header(Writer& w, const std::vector<std::string>& paths, const std::vector<FileRules>& parsed,

@@ -3,7 +3,6 @@
 // content hash.
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 
 #include "rule_reader.hpp"
 
@@ -142,9 +141,7 @@ void RuleReader::validate_template(const YAML::Node& value, std::string_view tex
 std::string content_hash(const YAML::Node& rule) {
   YAML::Node copy = YAML::Clone(rule);
   if (copy.IsMap()) copy.remove("tests");
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a64(YAML::Dump(copy))));
-  return buf;
+  return hex16(fnv1a64(YAML::Dump(copy)));
 }
 
 }  // namespace faultline::rules_detail

@@ -91,6 +91,13 @@ constexpr std::uint64_t fnv1a64(std::string_view data, std::uint64_t seed = kFnv
   return h;
 }
 
+// A hash as the 16 lower-case hex digits ids, fingerprints and cache keys are written with.
+inline std::string hex16(std::uint64_t h) {
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4) out[static_cast<std::size_t>(i)] = "0123456789abcdef"[h & 0xf];
+  return out;
+}
+
 // The product's version ("0.1.0"), as built.
 std::string_view faultline_version();
 
