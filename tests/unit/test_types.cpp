@@ -357,3 +357,12 @@ TEST_CASE("AtomicFileWriter writes its pieces in order and replaces the file onl
   REQUIRE_FALSE(nowhere.ok());
   CHECK(nowhere.error().message.find("absent/log.jsonl.tmp.") != std::string::npos);
 }
+
+TEST_CASE("hex16 writes a hash as 16 lower-case hex digits, leading zeros kept", "[types]") {
+  CHECK(hex16(0) == "0000000000000000");
+  CHECK(hex16(0x1d1ea17175195942ull) == "1d1ea17175195942");
+  CHECK(hex16(0xabcdefull) == "0000000000abcdef");
+  CHECK(hex16(~std::uint64_t{0}) == "ffffffffffffffff");
+  // The FNV-1a 64 of "a", as every id and fingerprint is written.
+  CHECK(hex16(fnv1a64("a")) == "af63dc4c8601ec8c");
+}
