@@ -171,14 +171,14 @@ FailureSignature fingerprint_detail::signature_of_stripped(const std::vector<std
     best.frames = std::move(frames);
   };
 
-  std::vector<FrameRef> py_frames;  // of the traceback being read, outermost first
-  std::vector<FrameRef> native;     // native frames seen so far, innermost first (as dumps print them)
+  std::vector<FrameRef> py_frames;     // of the traceback being read, outermost first
+  std::vector<FrameRef> native;        // native frames seen so far, innermost first (as dumps print them)
   bool in_traceback = false;
   bool in_stack_first = false;         // faulthandler's "Stack (most recent call first):"
   std::vector<FrameRef> stack_first;
   std::string pending_terminate;       // the type of a "terminate called after throwing" awaiting its what()
   std::size_t last_py_frame = 0;       // index of the latest Python frame line
-  std::vector<FrameRef> go_frames;  // a Go runtime dump's functions, in the order printed (innermost first)
+  std::vector<FrameRef> go_frames;     // a Go runtime dump's functions, in the order printed (innermost first)
   std::optional<std::size_t> go_dump;  // index of its first frame line ("file.go:N +0x.. fp=0x.. sp=.. pc=..")
   for (std::size_t i = 0; i < lines.size(); ++i) {
     std::string_view t = trim(lines[i]);
@@ -264,13 +264,14 @@ FailureSignature fingerprint_detail::signature_of_stripped(const std::vector<std
       continue;
     }
     if (auto p = t.find("Assertion"sv); p != std::string_view::npos &&
-                                      (t.find("Assertion failed"sv) != std::string_view::npos ||
-                                       t.find("' failed"sv) != std::string_view::npos)) {
+                                        (t.find("Assertion failed"sv) != std::string_view::npos ||
+                                         t.find("' failed"sv) != std::string_view::npos)) {
       const auto colon = t.find("Assertion failed: "sv);
       offer(3, i, "Assertion failed", colon == std::string_view::npos ? t : trim(t.substr(colon + 18)), {});
       continue;
     }
-    if (auto p = t.find("' panicked at "sv); p != std::string_view::npos && t.find("thread '"sv) != std::string_view::npos) {
+    if (auto p = t.find("' panicked at "sv);
+        p != std::string_view::npos && t.find("thread '"sv) != std::string_view::npos) {
       std::string_view where = t.substr(p + 14);
       auto sp = where.find(' ');
       std::string_view loc = sp == std::string_view::npos ? where : where.substr(0, sp);
@@ -286,9 +287,9 @@ FailureSignature fingerprint_detail::signature_of_stripped(const std::vector<std
       offer(3, i, "panic", t.substr(7), {});
       continue;
     }
-    if (t.find("CUDA error: "sv) != std::string_view::npos || t.find("CUDA error "sv) != std::string_view::npos || t.find("CUBLAS_STATUS_"sv) != std::string_view::npos ||
-        t.find("CUDNN_STATUS_"sv) != std::string_view::npos || t.find("cudaError"sv) != std::string_view::npos ||
-        t.find("CUDA_ERROR_"sv) != std::string_view::npos) {
+    if (t.find("CUDA error: "sv) != std::string_view::npos || t.find("CUDA error "sv) != std::string_view::npos ||
+        t.find("CUBLAS_STATUS_"sv) != std::string_view::npos || t.find("CUDNN_STATUS_"sv) != std::string_view::npos ||
+        t.find("cudaError"sv) != std::string_view::npos || t.find("CUDA_ERROR_"sv) != std::string_view::npos) {
       if (auto ex = exception_line(t)) offer(2, i, ex->first, ex->second, {});
       else offer(2, i, "CUDA error", t, {});
       continue;
