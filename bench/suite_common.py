@@ -182,10 +182,13 @@ def pct(xs, p):
 
 
 def build(build_dir: str) -> dict:
-    if not os.path.exists(os.path.join(build_dir, "CMakeCache.txt")):
-        log("configuring %s (Release)" % build_dir)
-        subprocess.run(["cmake", "-S", TOP, "-B", build_dir, "-DCMAKE_BUILD_TYPE=Release",
-                        "-DFAULTLINE_BUILD_TESTS=OFF"], check=True, stdout=subprocess.DEVNULL)
+    # Configured every time, not only the first: the commit `faultline version` prints (and the results record) is
+    # taken when the tree is configured, and a build directory configured at an older commit would name that one.
+    # (A directory already configured keeps its settings.)
+    log("configuring %s (Release)" % build_dir)
+    settings = [] if os.path.exists(os.path.join(build_dir, "CMakeCache.txt")) else [
+        "-DCMAKE_BUILD_TYPE=Release", "-DFAULTLINE_BUILD_TESTS=OFF"]
+    subprocess.run(["cmake", "-S", TOP, "-B", build_dir] + settings, check=True, stdout=subprocess.DEVNULL)
     log("building faultline, fl_count, hs_limit in %s" % build_dir)
     subprocess.run(["cmake", "--build", build_dir, "-j2", "--target", "faultline", "fl_count", "hs_limit"],
                    check=True, stdout=subprocess.DEVNULL)
