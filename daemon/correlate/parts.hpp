@@ -39,7 +39,7 @@ class ActiveRules {
   }
 
  private:
-  void index_roles();
+  void index_roles();  // (story.cpp, beside the step tests it uses)
 
   std::shared_ptr<const CompiledRules> rules_;
   std::vector<std::vector<EventRole>> roles_;  // per rule, per event

@@ -589,7 +589,8 @@ CompileResult compile_rules(RuleSet rules, const CompileOptions& options) {
   key = mix_part(key, std::to_string(platform.cpu_features) + "/" + std::to_string(platform.tune));
   for (std::size_t i = 0; i < patterns.size(); ++i) key = mix_part(mix_part(key, patterns[i]), std::to_string(flags[i]));
   fs::path cache_file;
-  if (!options.cache_dir.empty()) cache_file = fs::path(options.cache_dir) / std::string("rules-").append(hex16(key)).append(".hsdb");
+  if (!options.cache_dir.empty())
+    cache_file = fs::path(options.cache_dir) / std::string("rules-").append(hex16(key)).append(".hsdb");
 
   hs_database_t* raw_db = nullptr;
   if (!cache_file.empty()) {
