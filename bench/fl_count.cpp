@@ -110,14 +110,8 @@ std::string json_escape(std::string_view s) {
 
 // The raw limit (stages limit, limit_avx2): hs_limit's buffered strategy over the file in memory (raw_limit.hpp).
 struct LimitEngine {
-  struct DatabaseFree {
-    void operator()(hs_database_t* d) const { hs_free_database(d); }
-  };
-  struct ScratchFree {
-    void operator()(hs_scratch_t* s) const { hs_free_scratch(s); }
-  };
-  std::unique_ptr<hs_database_t, DatabaseFree> db;
-  std::unique_ptr<hs_scratch_t, ScratchFree> scratch;
+  raw_limit::Database db;
+  raw_limit::Scratch scratch;
   raw_limit::Engine engine;
 };
 
@@ -140,9 +134,9 @@ LimitEngine compile_limit(const std::string& path, bool avx2) {
   hs_compile_error_t* err = nullptr;
   if (hs_compile_multi(ptrs.data(), flags.data(), ids.data(), static_cast<unsigned>(ptrs.size()), HS_MODE_BLOCK,
                        e.engine.compile_for(), &db, &err) != HS_SUCCESS) {
-    std::string what = err != nullptr ? err->message : "compile failed";
-    const int at = err != nullptr ? (*patterns)[static_cast<std::size_t>(std::max(err->expression, 0))].source_line : 0;
-    hs_free_compile_error(err);
+    const raw_limit::CompileError error(err);
+    const std::string what = error ? error->message : "compile failed";
+    const int at = error ? (*patterns)[static_cast<std::size_t>(std::max(error->expression, 0))].source_line : 0;
     die(path + ":" + std::to_string(at) + ": " + what);
   }
   e.db.reset(db);

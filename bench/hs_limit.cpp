@@ -61,21 +61,12 @@ namespace {
 
 // ---------------------------------------------------------------------------------------------- RAII
 
-struct DatabaseDeleter {
-  void operator()(hs_database_t* d) const noexcept { hs_free_database(d); }
-};
-struct ScratchDeleter {
-  void operator()(hs_scratch_t* s) const noexcept { hs_free_scratch(s); }
-};
-struct CompileErrorDeleter {
-  void operator()(hs_compile_error_t* e) const noexcept { hs_free_compile_error(e); }
-};
+using raw_limit::CompileError;
+using raw_limit::Database;
+using raw_limit::Scratch;
 struct StreamDeleter {  // normal path closes explicitly (to get end-of-data matches); this is the backstop
   void operator()(hs_stream_t* s) const noexcept { hs_close_stream(s, nullptr, nullptr, nullptr); }
 };
-using Database = std::unique_ptr<hs_database_t, DatabaseDeleter>;
-using Scratch = std::unique_ptr<hs_scratch_t, ScratchDeleter>;
-using CompileError = std::unique_ptr<hs_compile_error_t, CompileErrorDeleter>;
 using Stream = std::unique_ptr<hs_stream_t, StreamDeleter>;
 
 using Clock = std::chrono::steady_clock;

@@ -9,12 +9,27 @@
 #include <cstddef>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace raw_limit {
+
+// Hyperscan's handles, freed with them.
+struct DatabaseDeleter {
+  void operator()(hs_database_t* d) const noexcept { hs_free_database(d); }
+};
+struct ScratchDeleter {
+  void operator()(hs_scratch_t* s) const noexcept { hs_free_scratch(s); }
+};
+struct CompileErrorDeleter {
+  void operator()(hs_compile_error_t* e) const noexcept { hs_free_compile_error(e); }
+};
+using Database = std::unique_ptr<hs_database_t, DatabaseDeleter>;
+using Scratch = std::unique_ptr<hs_scratch_t, ScratchDeleter>;
+using CompileError = std::unique_ptr<hs_compile_error_t, CompileErrorDeleter>;
 
 using ScanFunction = hs_error_t (*)(const hs_database_t*, const char*, unsigned int, unsigned int, hs_scratch_t*,
                                     match_event_handler, void*);

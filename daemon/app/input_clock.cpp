@@ -34,15 +34,14 @@ std::optional<Time> first_time_in(std::string_view head, const DecodeOptions& de
   // Decoded a piece at a time, the records referring to `head`, until a record prints a time or the look-ahead is
   // over: a log that prints one on its first line costs one small piece, not a copy of its first MiB (nor all of a
   // small file). Pieces grow as they find no time.
-  std::size_t piece = 1024;
+  HeadPieces pieces;
   std::size_t looked = 0;  // records looked at
   bool flushed = false;
   for (std::size_t at = 0; looked < kLookAheadLines && !flushed;) {
     if (at < head.size()) {
-      const std::size_t n = std::min(piece, head.size() - at);
+      const std::size_t n = std::min(pieces.next(), head.size() - at);
       decoder.feed(head.substr(at, n), read_time, batch, /*in_place=*/true);
       at += n;
-      piece = std::min<std::size_t>(piece * 2, 64 * 1024);
     } else {
       decoder.flush(read_time, batch);  // a last line without its newline
       flushed = true;

@@ -64,15 +64,13 @@ ContainerFormat detect_format(const WholeInput& in, const DecodeOptions& options
   Decoder decoder(in.stream, options);
   RecordBatch ignored;
   const std::size_t limit = std::min(in.bytes.size(), kDetectBytes);
-  // The first non-blank line decides: 1 KiB first (a small file is not decoded whole for it), larger pieces
-  // while nothing is decided.
-  std::size_t piece = 1024;
+  // The first non-blank line decides.
+  HeadPieces pieces;
   for (std::size_t at = 0; at < limit && decoder.format() == ContainerFormat::auto_detect;) {
-    const std::size_t n = std::min<std::size_t>(limit - at, piece);
+    const std::size_t n = std::min<std::size_t>(limit - at, pieces.next());
     decoder.feed(in.bytes.substr(at, n), in.read_time, ignored, /*in_place=*/true);
     ignored.clear();
     at += n;
-    piece = std::min<std::size_t>(piece * 2, 64 * 1024);
   }
   return decoder.format();
 }

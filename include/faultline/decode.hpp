@@ -207,6 +207,22 @@ struct DecodeStats {
   std::uint64_t malformed = 0;        // lines that did not fit the stream's container format (kept as raw text)
 };
 
+// How much of an input's start to feed a Decoder at a time while looking for something there (its container format,
+// its first printed time): 1 KiB first, so that a small file is not decoded whole for it, then twice as much each time
+// up to 64 KiB while nothing is found.
+class HeadPieces {
+ public:
+  std::size_t next() {
+    const std::size_t n = size_;
+    size_ = size_ * 2 < kLargest ? size_ * 2 : kLargest;
+    return n;
+  }
+
+ private:
+  static constexpr std::size_t kLargest = 64 * 1024;
+  std::size_t size_ = 1024;
+};
+
 // Decodes one stream. feed() may end anywhere, even inside a UTF-8 sequence or a CRI wrapper; the rest of an
 // incomplete line waits for the next feed() or flush().
 class Decoder {
