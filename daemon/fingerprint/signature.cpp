@@ -22,6 +22,15 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// Whether `word` occurs in t right after a space. (Searched for by its own first letter: a search for " word" stops
+// at every space of the line.)
+bool after_space(std::string_view t, std::string_view word) {
+  for (std::size_t p = t.find(word); p != std::string_view::npos; p = t.find(word, p + 1)) {
+    if (p > 0 && t[p - 1] == ' ') return true;
+  }
+  return false;
+}
+
 std::string_view basename(std::string_view path) {
   auto slash = path.find_last_of("/\\");
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
@@ -184,7 +193,7 @@ FailureSignature fingerprint_detail::signature_of_stripped(const std::vector<std
     std::string_view t = trim(lines[i]);
     const bool indented = !lines[i].empty() && is_space_or_tab(lines[i][0]);
     if (t.empty()) continue;
-    if (t.find(" fp=0x"sv) != std::string_view::npos && t.find(" sp=0x"sv) != std::string_view::npos) {
+    if (after_space(t, "fp=0x"sv) && after_space(t, "sp=0x"sv)) {
       if (!go_dump) go_dump = i;
       continue;
     }

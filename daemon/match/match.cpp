@@ -116,7 +116,10 @@ std::string_view hyperscan_engine() {
 namespace {
 
 // The story anchors, in StoryAnchor order. Each is anchored on rare literal text (no leading wildcard) so it adds
-// little to the scan; none can match across a newline, so every anchor hit lies inside one line.
+// little to the scan; none can match across a newline, so every anchor hit lies inside one line. Alternatives that
+// begin alike are written with their common start once ("exit(ed with code |code...)"), and a hit ends at the first
+// character that decides it (a frame's first line digit): the same lines hit, and the scan does less (written out
+// one by one, the exit alternatives alone cost 3 ms of the 125 ms Hyperscan takes over 1M lines of the bench corpus).
 constexpr std::array<std::string_view, kStoryAnchorCount> kAnchorPatterns{
     R"(Traceback \(most recent call last\):)",
     R"(terminate called (after throwing|without an active exception|recursively))",
@@ -124,17 +127,17 @@ constexpr std::array<std::string_view, kStoryAnchorCount> kAnchorPatterns{
     R"(Assertion failed|Assertion `)",
     R"(Check failed: )",
     R"(\*\*\* Check failure stack trace)",
-    R"(Segmentation fault|\*\*\* SIG(SEGV|ABRT|BUS|ILL|FPE) received|Aborted \(core dumped\)|[0-9] Aborted  |Bus error \(core dumped\)|Illegal instruction \(core dumped\))",
+    R"(Segmentation fault|\*\*\* SIG(SEGV|ABRT|BUS|ILL|FPE) received|(Aborted|Bus error|Illegal instruction) \(core dumped\))"
+    R"(|[0-9] Aborted  )",
     R"(Fatal Python error: )",
-    R"(CUDA error: |CUDA error [0-9]+ at |cudaError[A-Z]|CUDA_ERROR_[A-Z])",
+    R"(CUDA( error(: | [0-9]+ at )|_ERROR_[A-Z])|cudaError[A-Z])",
     R"(CUBLAS_STATUS_[A-Z]|CUDNN_STATUS_[A-Z])",
     R"(panic: )",
     R"(' panicked at )",
-    R"(exited with code -?[1-9]|exitcode:? ?-?[1-9]|exit status -?[1-9]|exit code:? -?[1-9])"
-    R"(|The program will terminate)",
+    R"(exit(ed with code |code:? ?| status | code:? )-?[1-9]|The program will terminate)",
     R"(\[Errno [0-9]+\] )",
     R"([A-Za-z0-9](Error|Exception|Failed|Failure): |\.OutOfResources: )",
-    R"(File "[^"\n]+", line [0-9]+)",
+    R"(File "[^"\n]+", line [0-9])",
     R"( fp=0x[0-9a-f]+ sp=0x[0-9a-f]+ pc=0x)",
 };
 
