@@ -35,40 +35,6 @@ std::optional<ContainerFormat> parse_container_format(std::string_view text) {
 namespace decode_detail {
 namespace {
 
-// The value of 8 decimal digits loaded from memory on a little-endian machine (the first byte the most significant),
-// or -1 if any of them is not a digit.
-std::int64_t eight_digits_loaded(std::uint64_t v) {
-  // Each byte 0x30..0x39: its high nibble 3, and adding 6 does not carry into it.
-  if (((v & 0xF0F0F0F0F0F0F0F0ull) | (((v + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) !=
-      0x3333333333333333ull) {
-    return -1;
-  }
-  v -= 0x3030303030303030ull;
-  v = (v * 10) + (v >> 8);  // pairs of digits in every other byte
-  v = (((v & 0x000000FF000000FFull) * (100 + (1000000ull << 32))) +
-       (((v >> 16) & 0x000000FF000000FFull) * (1 + (10000ull << 32)))) >> 32;
-  return static_cast<std::int64_t>(v);
-}
-
-// The value of the n (1 to 8) decimal digits that end at `end`, with at least 8 bytes before `end` readable (the
-// first digit the most significant), or -1 if any of them is not a digit. The bytes before the digits are read and
-// set aside as leading zeros: no loop, and no branch per digit.
-std::int64_t last_digits(const char* end, std::size_t n) {
-  if constexpr (std::endian::native != std::endian::little) {
-    std::int64_t r = 0;
-    for (const char* p = end - n; p < end; ++p) {
-      if (*p < '0' || *p > '9') return -1;
-      r = r * 10 + (*p - '0');
-    }
-    return r;
-  }
-  std::uint64_t v;
-  std::memcpy(&v, end - 8, 8);
-  // The first 8 - n bytes in memory are the low ones: made '0'.
-  const std::uint64_t before = n >= 8 ? 0 : (std::uint64_t{1} << (8 * (8 - n))) - 1;
-  return eight_digits_loaded((v & ~before) | (0x3030303030303030ull & before));
-}
-
 // The index of the first ' ' in `line`, or npos: the first 32 bytes looked at at once where the line has them (a
 // CRI header's space follows a timestamp of 20 to 35 bytes).
 std::size_t first_space(std::string_view line) {
@@ -299,10 +265,6 @@ bool decode_string(Json& j, std::string& out, bool& ran_off) {
 
 }  // namespace
 
-namespace {
-// Nanoseconds of one unit of an n-digit fraction of a second.
-constexpr std::int64_t kFractionScale[10] = {0, 100'000'000, 10'000'000, 1'000'000, 100'000, 10'000, 1'000, 100, 10, 1};
-}  // namespace
 
 bool WrapperClock::parse(std::string_view text, Time& out) {
   if (text.size() <= kPrefix) return from_rfc3339(text, out);
@@ -350,50 +312,6 @@ bool WrapperClock::parse(std::string_view text, Time& out) {
   if (p + 1 != text.size() || (d[p] != 'Z' && d[p] != 'z')) return from_rfc3339(text, out);
   out = base_ + Duration(nanos);
   return true;
-}
-
-std::size_t WrapperClock::usual_time(const char* d, Time& out) const {
-  if constexpr (std::endian::native != std::endian::little) return 0;
-  if (!valid_ || std::memcmp(d, prefix_, kPrefix) != 0 || d[4] != '-' || d[10] != 'T' || d[kPrefix] != '.') return 0;
-  // The fraction's length: the first byte of d[20, 28) that is no digit (each byte outside '0'..'9' gets its high
-  // bit; a carry or borrow only runs from such a byte into later ones), else 8 or 9.
-  std::uint64_t v;
-  std::memcpy(&v, d + kPrefix + 1, 8);
-  const std::uint64_t outside =
-      ((v + 0x4646464646464646ull) | (v - 0x3030303030303030ull)) & 0x8080808080808080ull;
-  std::size_t digits = outside != 0 ? static_cast<std::size_t>(std::countr_zero(outside)) / 8 : 8;
-  if (digits == 8 && d[kPrefix + 9] >= '0' && d[kPrefix + 9] <= '9') digits = 9;
-  const std::size_t zone = kPrefix + 1 + digits;
-  if (digits == 0 || d[zone] != 'Z') return 0;
-  // Their value: the last eight (or fewer) at once, a ninth before them by itself.
-  std::int64_t value = last_digits(d + zone, std::min<std::size_t>(digits, 8));
-  if (digits == 9) value += (d[kPrefix + 1] - '0') * 100'000'000;
-  out = base_ + Duration(value * kFractionScale[digits]);
-  return zone + 1;
-}
-
-std::size_t WrapperClock::usual_cri_header(std::string_view line, CriLine& out) const {
-  // Enough bytes for every load (usual_time reads 30; the header is at most 30 + 10 bytes).
-  if (line.size() < kUsualTimeReads + 10) return 0;
-  const char* d = line.data();
-  Time t;
-  const std::size_t sp = usual_time(d, t);
-  if (sp == 0 || d[sp] != ' ') return 0;
-  // " stdout " or " stderr ", then the tag and the space before the message.
-  std::uint64_t stream;
-  std::memcpy(&stream, d + sp, 8);
-  constexpr auto word = [](const char (&w)[9]) {
-    std::uint64_t r = 0;
-    for (int i = 7; i >= 0; --i) r = (r << 8) | static_cast<unsigned char>(w[i]);
-    return r;
-  };
-  constexpr std::uint64_t kStdout = word(" stdout "), kStderr = word(" stderr ");
-  const char tag = d[sp + 8];
-  if ((stream != kStdout && stream != kStderr) || (tag != 'F' && tag != 'P') || d[sp + 9] != ' ') return 0;
-  out.time = t;
-  out.is_stderr = stream == kStderr;
-  out.partial = tag == 'P';
-  return sp + 9;
 }
 
 bool parse_cri_general(std::string_view line, CriLine& out, WrapperClock* clock) {

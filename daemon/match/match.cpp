@@ -127,8 +127,8 @@ constexpr std::array<std::string_view, kStoryAnchorCount> kAnchorPatterns{
     R"(Assertion failed|Assertion `)",
     R"(Check failed: )",
     R"(\*\*\* Check failure stack trace)",
-    R"(Segmentation fault|\*\*\* SIG(SEGV|ABRT|BUS|ILL|FPE) received|(Aborted|Bus error|Illegal instruction) \(core dumped\))"
-    R"(|[0-9] Aborted  )",
+    R"(Segmentation fault|\*\*\* SIG(SEGV|ABRT|BUS|ILL|FPE) received|[0-9] Aborted  )"
+    R"(|(Aborted|Bus error|Illegal instruction) \(core dumped\))",
     R"(Fatal Python error: )",
     R"(CUDA( error(: | [0-9]+ at )|_ERROR_[A-Z])|cudaError[A-Z])",
     R"(CUBLAS_STATUS_[A-Z]|CUDNN_STATUS_[A-Z])",
