@@ -265,7 +265,6 @@ bool decode_string(Json& j, std::string& out, bool& ran_off) {
 
 }  // namespace
 
-
 bool WrapperClock::parse(std::string_view text, Time& out) {
   if (text.size() <= kPrefix) return from_rfc3339(text, out);
   if (!valid_ || std::memcmp(text.data(), prefix_, kPrefix) != 0) {
