@@ -2,6 +2,12 @@
 // levels, severity, batching, partial stories, the inventory. Prefixes, templates and signatures:
 // test_fingerprint_signature.cpp.
 #include <catch2/catch.hpp>
+#include <re2/re2.h>
+
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <memory>
 
 #include "faultline/fingerprint.hpp"
 #include "fingerprint_support.hpp"
@@ -274,6 +280,91 @@ TEST_CASE("story anchors are reported apart from rule hits, in the same pass", "
   CHECK(anchors[3].record == 2);
   CHECK(anchors[3].anchor == StoryAnchor::exception_line);
   CHECK(rules->pattern_count() == 4);  // the rules' own events: the anchors are reserved
+}
+
+// Three anchors are looked for by their literal starts and confirmed on the line (match.cpp, kAnchorStarts): they
+// must hit exactly the lines their expressions match, asked of RE2 here. Every line of the real corpus, in batches of
+// many records (a first match's end is then an offset into the batch), and lines made to sit on the edges.
+TEST_CASE("anchors looked for by their literal starts hit the lines their expressions match", "[fingerprint]") {
+  const std::pair<StoryAnchor, const char*> exact[] = {
+      {StoryAnchor::cuda_error, R"(CUDA( error(: | [0-9]+ at )|_ERROR_[A-Z])|cudaError[A-Z])"},
+      {StoryAnchor::library_status, R"(CUBLAS_STATUS_[A-Z]|CUDNN_STATUS_[A-Z])"},
+      {StoryAnchor::python_frame, R"(File "[^"\n]+", line [0-9])"},
+  };
+  std::vector<std::unique_ptr<RE2>> res;
+  for (const auto& [a, expr] : exact) res.push_back(std::make_unique<RE2>(expr));
+
+  std::vector<std::vector<std::string>> batches{{
+      R"(RuntimeError: CUDA error: an illegal memory access was encountered)",
+      R"(CUDA error 700 at /src/kernel.cu:12)",
+      R"(CUDA error  at nothing)",            // no number
+      R"(CUDA error 7x at)",                  // not " at " after the number
+      R"(CUDA errors were reported)",
+      R"(CUDA error:no space)",
+      R"(CUDA error CUDA error: second one)",  // the first start fails, a later one completes
+      R"(CUDA_ERROR_OUT_OF_MEMORY)",
+      R"(CUDA_ERROR_)",
+      R"(CUDA_ERROR_x CUDA_ERROR_Y)",
+      R"(cudaErrorIllegalAddress)",
+      R"(cudaError_t e = cudaSuccess)",
+      R"(cudaError)",
+      R"(CUBLAS_STATUS_EXECUTION_FAILED when calling cublasGemmEx)",
+      R"(CUDNN_STATUS_BAD_PARAM)",
+      R"(CUBLAS_STATUS_ CUDNN_STATUS_)",
+      R"(CUBLAS_STATUS_not CUDNN_STATUS_MAPPING_ERROR)",
+      R"(  File "/usr/lib/python3.12/site-packages/vllm/engine.py", line 12, in run)",
+      R"(  File "", line 12, in run)",       // an empty file name
+      R"(  File "x.py", line x)",
+      R"(  File "x.py" , line 3)",
+      R"(  File "x.py", line )",
+      R"(File "a", File "b.py", line 9)",     // the first start's quote is not followed by ", line"
+      R"(File "unterminated)",
+      R"(  File "a.py", line 1)",
+      R"(File ")",
+  }};
+  std::size_t lines = 0;
+  for (const auto& e : std::filesystem::directory_iterator(FAULTLINE_CORPUS_DIR)) {
+    if (e.path().extension() != ".log") continue;
+    std::ifstream f(e.path(), std::ios::binary);
+    std::vector<std::string> batch;
+    for (std::string line; std::getline(f, line);) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.find_first_not_of(" \t") == std::string::npos) continue;
+      batch.push_back(line);
+    }
+    lines += batch.size();
+    batches.push_back(std::move(batch));
+  }
+  REQUIRE(lines > 5000);
+
+  auto rules = compile_yaml(kRules);
+  Scanner scanner(rules);
+  std::array<std::size_t, 3> hit{};
+  for (const auto& texts : batches) {
+    RecordBatch batch;
+    RecordMeta m;
+    for (const auto& t : texts) batch.append(m, t);
+    std::vector<Hit> hits;
+    std::vector<AnchorHit> anchors;
+    scanner.scan(batch, hits, anchors);
+    for (std::size_t k = 0; k < std::size(exact); ++k) {
+      std::vector<std::uint32_t> found, expected;
+      for (const auto& a : anchors) {
+        if (a.anchor == exact[k].first) found.push_back(a.record);
+      }
+      for (std::uint32_t i = 0; i < batch.size(); ++i) {
+        const std::string_view text = batch.text(i);
+        if (RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), *res[k])) expected.push_back(i);
+      }
+      INFO(to_string(exact[k].first));
+      CHECK(found == expected);
+      hit[k] += expected.size();
+    }
+  }
+  // The corpus and the lines above hold each kind many times over.
+  CHECK(hit[0] > 40);
+  CHECK(hit[1] > 20);
+  CHECK(hit[2] > 400);
 }
 
 TEST_CASE("only a rule's decisive events claim a story; a cascade wrapper after a typed failure is its consequence",
