@@ -143,10 +143,10 @@ constexpr std::array<std::string_view, kStoryAnchorCount> kAnchorPatterns{
     R"( fp=0x[0-9a-f]+ sp=0x[0-9a-f]+ pc=0x)",
 };
 
-// Anchors that Hyperscan finds dearly written as expressions (a class or a repeat right after a short literal: each
-// cost 0.7-1.9 ms of the scan over 1M lines of the bench corpus, the three together 3.6 ms, 3 % of it) are looked
-// for by the literals every match of them begins with, which cost it next to nothing. A hit is kept where one of
-// those literals is followed by what the anchor asks after it (`rest`), which is exactly the anchor's expression:
+// Three anchors are dear to Hyperscan as expressions (a class or a repeat right after a short literal): 0.7-1.9 ms
+// each of its scan over 1M lines of the bench corpus, 3.6 ms (3 %) together. It looks instead for the literals that
+// every match of them begins with, which cost it next to nothing, and a hit is kept where one of those literals is
+// followed by what the anchor asks after it (`rest`). Together that is exactly the anchor's expression:
 //   cuda_error      CUDA( error(: | [0-9]+ at )|_ERROR_[A-Z])|cudaError[A-Z]
 //   library_status  CUBLAS_STATUS_[A-Z]|CUDNN_STATUS_[A-Z]
 //   python_frame    File "[^"\n]+", line [0-9]
