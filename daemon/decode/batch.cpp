@@ -132,13 +132,14 @@ std::size_t RecordBatch::append_lines_in_place(const RecordMeta& meta, const cha
   Run& span = spans_.back();
   const std::size_t at = span.offset + static_cast<std::size_t>(run - span.referred);  // batch offset of run[0]
   std::size_t last_end = span.offset + span.size;
+  const RecordMeta like = meta;  // (a local copy: written records cannot alias it, so it is not read again each time)
   records_.reserve(records_.size() + (count - k));
   for (; k < count; ++k) {
     const std::size_t end = ends[k];
     if (!blank(start, end)) {
-      RecordMeta& m = records_.emplace_back(meta);
-      m.line = meta.line + k;
-      m.offset = meta.offset + start;
+      RecordMeta& m = records_.emplace_back(like);
+      m.line = like.line + k;
+      m.offset = like.offset + start;
       m.text_begin = static_cast<std::uint32_t>(at + start);
       m.text_size = static_cast<std::uint32_t>(end - start);
       last_end = at + end + 1;

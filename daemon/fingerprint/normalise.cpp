@@ -3,6 +3,7 @@
 // in signature.cpp.
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 
 #include "faultline/fingerprint.hpp"
@@ -26,21 +27,6 @@ bool month_word(std::string_view w) {
                                                             "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
   return std::find(kMonths.begin(), kMonths.end(), w) != kMonths.end();
 }
-
-// A date or time token: digits with at least one of - / : . , and nothing but those and T, Z, +.
-bool time_token(std::string_view w) {
-  if (w.size() < 4 || !is_digit(w[0])) return false;
-  bool sep = false;
-  for (char c : w) {
-    if (c == '-' || c == '/' || c == ':' || c == '.' || c == ',') {
-      sep = true;
-    } else if (!is_digit(c) && c != 'T' && c != 'Z' && c != '+') {
-      return false;
-    }
-  }
-  return sep;
-}
-
 
 // "file.cc:89]" or "logging.cc:361:" — a source position ending a glog or Ray prefix.
 bool source_position(std::string_view w) {
@@ -80,42 +66,99 @@ std::size_t group_end(std::string_view s) {
   return end + 1;
 }
 
+// The index of the first blank (space or tab) at or after `i`, else `n`. On a little-endian host eight bytes at a
+// time while eight are left: a zero byte of x ^ blank marks a blank, found by the usual bit trick.
+std::size_t word_end(const char* p, std::size_t i, std::size_t n) {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ull;
+  constexpr std::uint64_t kHighs = 0x8080808080808080ull;
+  if constexpr (std::endian::native == std::endian::little) {
+    while (i + 8 <= n) {
+      std::uint64_t x;
+      std::memcpy(&x, p + i, 8);
+      const std::uint64_t sp = x ^ (kOnes * ' ');
+      const std::uint64_t tab = x ^ (kOnes * '\t');
+      // The lowest flagged byte is a true zero: a borrow only flags bytes above one that is zero.
+      const std::uint64_t zero = ((sp - kOnes) & ~sp & kHighs) | ((tab - kOnes) & ~tab & kHighs);
+      if (zero != 0) return i + static_cast<std::size_t>(std::countr_zero(zero)) / 8;
+      i += 8;
+    }
+  }
+  while (i < n && !is_space_or_tab(p[i])) ++i;
+  return i;
+}
+
+// What one pass over a word (its trailing ':' or '|' off) says of it.
+struct WordFacts {
+  std::size_t size = 0;
+  bool digit_first = false;
+  bool upper_first = false;
+  bool digits = false;      // digits only (and at least one)
+  bool time_chars = true;   // digits, - / : . , T Z + only
+  bool separator = false;   // one of - / : . ,
+  // A date or time token: digits with at least one of - / : . , and nothing but those and T, Z, +.
+  bool time_token() const { return size >= 4 && digit_first && time_chars && separator; }
+};
+
+WordFacts word_facts(std::string_view w) {
+  WordFacts f;
+  f.size = w.size();
+  if (w.empty()) return f;
+  f.digit_first = is_digit(w[0]);
+  f.upper_first = w[0] >= 'A' && w[0] <= 'Z';
+  bool digits = true;
+  for (const char c : w) {
+    if (is_digit(c)) continue;
+    digits = false;
+    if (c == '-' || c == '/' || c == ':' || c == '.' || c == ',') {
+      f.separator = true;
+    } else if (c != 'T' && c != 'Z' && c != '+') {
+      f.time_chars = false;
+      if (!f.digit_first) break;  // neither a number nor a time: nothing more to learn
+    }
+  }
+  f.digits = digits;
+  return f;
+}
 
 }  // namespace
 
 std::string_view strip_log_prefix(std::string_view line) {
+  // Runs on every line a story reads. Each word is read once (word_end, word_facts); a test that needs more than
+  // those facts runs only where they allow a match (level and month words begin with a capital).
+  const char* p = line.data();
+  const std::size_t n = line.size();
   std::size_t i = 0;      // where the next prefix token may start
   std::size_t after = 0;  // just past the last prefix token
   bool month = false;
   bool timed = false;  // a date or time was part of the prefix: a bare number after it is a pid or thread id
-  for (int tokens = 0; tokens < 16 && i < line.size(); ++tokens) {
-    std::string_view rest = line.substr(i);
+  for (int tokens = 0; tokens < 16 && i < n; ++tokens) {
     std::size_t len = 0;
     bool was_month = false;
-    if (rest[0] == '(' || rest[0] == '[') {
-      len = group_end(rest);
+    if (p[i] == '(' || p[i] == '[') {
+      len = group_end(line.substr(i));
     } else {
-      std::string_view w = next_word(rest);
+      const std::size_t e = word_end(p, i, n);
+      const std::string_view w(p + i, e - i);
       std::string_view bare = w;
       if (!bare.empty() && (bare.back() == ':' || bare.back() == '|')) bare.remove_suffix(1);
-      const bool digits = !bare.empty() && std::all_of(bare.begin(), bare.end(), is_digit);
-      const bool clock = time_token(bare) || glog_head(bare);
-      if (clock || level_word(bare) || source_position(w) || unit_pid(w) || w == "-" || w == "|" ||
-          (month && digits && bare.size() <= 2) || (timed && digits)) {
+      const WordFacts f = word_facts(bare);
+      const bool clock = f.time_token() || glog_head(bare);
+      if (clock || (f.upper_first && level_word(bare)) || source_position(w) || unit_pid(w) || w == "-" || w == "|" ||
+          (month && f.digits && bare.size() <= 2) || (timed && f.digits)) {
         len = w.size();
         timed = timed || clock;
-      } else if (month_word(bare)) {
+      } else if (f.upper_first && bare.size() == 3 && month_word(bare)) {
         len = w.size();
         was_month = true;
-      } else {
+      } else if (!w.empty()) {
         // A host name before journald's "unit[pid]:", or a Python logger name before " - ".
-        std::string_view after_word = rest.substr(w.size());
-        std::size_t k = 0;
-        while (k < after_word.size() && is_space_or_tab(after_word[k])) ++k;
-        std::string_view following = next_word(after_word.substr(k));
-        if (!w.empty() && (unit_pid(following) || (following == "-" && std::all_of(w.begin(), w.end(), [](char c) {
-                                                      return is_word(c) || c == '.';
-                                                    })))) {
+        std::size_t k = e;
+        while (k < n && is_space_or_tab(p[k])) ++k;
+        const std::size_t ke = word_end(p, k, n);
+        const std::string_view following(p + k, ke - k);
+        if (unit_pid(following) || (following == "-" && std::all_of(w.begin(), w.end(), [](char c) {
+                                      return is_word(c) || c == '.';
+                                    }))) {
           len = w.size();
         }
       }
@@ -123,12 +166,12 @@ std::string_view strip_log_prefix(std::string_view line) {
     if (len == 0) break;
     month = was_month;
     i += len;
-    if (i < line.size() && line[i] == ':') ++i;  // "[rank0]:", "ERROR:"
+    if (i < n && p[i] == ':') ++i;  // "[rank0]:", "ERROR:"
     after = i;
-    while (i < line.size() && is_space_or_tab(line[i])) ++i;
+    while (i < n && is_space_or_tab(p[i])) ++i;
   }
   if (after == 0) return line;
-  if (after < line.size() && is_space_or_tab(line[after])) ++after;
+  if (after < n && is_space_or_tab(p[after])) ++after;
   return line.substr(after);
 }
 

@@ -28,6 +28,29 @@ TEST_CASE("logger prefixes are stripped, the indentation of frames is kept", "[f
   CHECK(strip_log_prefix("Error: 500 Internal Server Error") == "Error: 500 Internal Server Error");
 }
 
+// A prefix's words end at a space or a tab, whatever their length and wherever they fall against the eight bytes the
+// strip looks at at once; a byte that differs from a blank only in its high bit is no blank.
+TEST_CASE("logger prefixes are read word by word at any word length, tabs as spaces", "[fingerprint]") {
+  CHECK(strip_log_prefix("CRITICAL 2025-01-01T10:00:00Z engine died") == "engine died");
+  CHECK(strip_log_prefix("ERROR\t11-29\t10:08:01\t[core.py:866]\tboom") == "boom");
+  CHECK(strip_log_prefix("Dec 01 10:00:00 gpu-node-17.example.internal vllm[123]: ValueError: bad") ==
+        "ValueError: bad");
+  CHECK(strip_log_prefix("I1201 10:08:01.123456 88 very_long_source_file_name.cc:1234] Check failed: x") ==
+        "Check failed: x");
+  CHECK(strip_log_prefix("vllm.engine.async_llm_engine_logger_name - ERROR - boom") == "boom");
+  CHECK(strip_log_prefix("INFO x") == "x");
+  CHECK(strip_log_prefix("WARN").empty());
+  CHECK(strip_log_prefix("W") == "W");
+  CHECK(strip_log_prefix("INFO 11-29\xa0"
+                         "10:08:01 boom") == "11-29\xa0"
+                                             "10:08:01 boom");
+  CHECK(strip_log_prefix("INFO 11-29\x89"
+                         "10:08:01 boom") == "11-29\x89"
+                                             "10:08:01 boom");
+  CHECK(strip_log_prefix("INFO !x !y") == "!x !y");
+  CHECK(strip_log_prefix("ERROR 12345678901234") == "12345678901234");
+}
+
 TEST_CASE("message templates replace what varies between occurrences", "[fingerprint]") {
   CHECK(message_template("Tried to allocate 2.00 GiB (GPU 0; 79.11 GiB total)") ==
         "Tried to allocate <size> (GPU <num>; <size> total)");
