@@ -143,6 +143,9 @@ bool IncidentBook::on_clock_of(const OpenIncident& oi, std::uint32_t stream) {
 }
 
 void IncidentBook::late_evidence(const Story& s, const EvidenceLine& line, Call& call) {
+  // Only a held incident takes it (or a trace says why one did not): while none is held, no lookup (a phase marker
+  // is evidence of this kind on every line of a progress bar).
+  if (held_ == 0 && !trace_) return;
   auto it = open_.find(StoryKeyView{s.rule, s.key});
   if (it == open_.end()) return;
   const Rule& r = rules_[s.rule];
