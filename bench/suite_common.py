@@ -130,6 +130,9 @@ def replace_marked(path: str, begin: str, end: str, body: str) -> None:
 # run in turn (A B C A B C ...), so that both sides of a ratio get the same chances at the fast speed; each round
 # keeps every run for the record.
 ALTERNATIONS = 3
+# Repetitions of each fl_count run that measures the pipeline and the raw limit in turn (corpora section): each gives
+# one paired ratio, ALTERNATIONS x PAIRED_REPS of them a round.
+PAIRED_REPS = 5
 
 
 def alternate(measures: dict, key: dict, n: int = ALTERNATIONS) -> dict:

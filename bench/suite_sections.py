@@ -108,7 +108,8 @@ def section_corpora(ctx: dict) -> dict:
                 # ratio the machine's changes of speed between minutes do not move.
                 limits = "limit,limit_avx2" if ctx.get("avx2_engine") else "limit"
                 pipeline = [b["fl_count"], "--rules", rs["dir"], "--cache", cache, "--levels", "--stages",
-                            "pipeline,%s,feed" % limits, "--limit", rs["progs"]["hs"], "--reps", "3", "--json", path]
+                            "pipeline,%s,feed" % limits, "--limit", rs["progs"]["hs"], "--reps", str(PAIRED_REPS),
+                            "--json", path]
                 measures = {"hs": lambda: hs_scan(b, rs["progs"], path),
                             "faultline": lambda: scan_run(b, rs["dir"], path, cache),
                             "stages": lambda: json.loads(Run(pipeline).out)}
