@@ -136,7 +136,11 @@ std::size_t RecordBatch::append_lines_in_place(const RecordMeta& meta, const cha
   records_.reserve(records_.size() + (count - k));
   for (; k < count; ++k) {
     const std::size_t end = ends[k];
-    if (!blank(start, end)) {
+    // No '\n' lies between a line's start and its end: a line is blank when it is empty or begins with white space
+    // and holds nothing else (most begin with a word, and only their first byte is read).
+    const char c = run[start];
+    const bool white = c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+    if (start != end && (!white || !blank(start, end))) {
       RecordMeta& m = records_.emplace_back(like);
       m.line = like.line + k;
       m.offset = like.offset + start;
