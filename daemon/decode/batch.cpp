@@ -15,7 +15,7 @@ bool blank_lines(const char* from, const char* to) {
   if (from == to) return true;
   if (to[-1] != '\n') return false;
   for (const char* p = from; p != to; ++p) {
-    if (*p != '\n' && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\v' && *p != '\f') return false;
+    if (*p != '\n' && !decode_detail::white_space(*p)) return false;
   }
   return true;
 }
@@ -138,9 +138,7 @@ std::size_t RecordBatch::append_lines_in_place(const RecordMeta& meta, const cha
     const std::size_t end = ends[k];
     // No '\n' lies between a line's start and its end: a line is blank when it is empty or begins with white space
     // and holds nothing else (most begin with a word, and only their first byte is read).
-    const char c = run[start];
-    const bool white = c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-    if (start != end && (!white || !blank(start, end))) {
+    if (start != end && (!decode_detail::white_space(run[start]) || !blank(start, end))) {
       RecordMeta& m = records_.emplace_back(like);
       m.line = like.line + k;
       m.offset = like.offset + start;

@@ -14,6 +14,9 @@
 
 namespace faultline::decode_detail {
 
+// White space within a line: a line of nothing else (or of nothing) makes no record.
+inline bool white_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
 // parse_line_meta with the reference used for year inference given explicitly: `fallback_reference` is used when
 // context.reference is unset (the epoch); if that is the epoch too, the wall clock is read.
 LineMeta parse_line_meta(std::string_view message, const TimeContext& context, Time fallback_reference);

@@ -40,12 +40,7 @@ constexpr std::size_t kKubeletFragment = 16 * 1024;  // kubelet and docker split
 constexpr std::size_t kPrefetchAhead = 2048;         // bytes ahead of the line being framed
 constexpr std::size_t kBlockLines = 64;              // find_plain_lines may leave this many entries of `ends` unused
 
-bool is_blank(std::string_view s) {
-  for (const char c : s) {
-    if (c != ' ' && c != '\t' && c != '\r' && c != '\v' && c != '\f') return false;
-  }
-  return true;
-}
+bool is_blank(std::string_view s) { return std::all_of(s.begin(), s.end(), decode_detail::white_space); }
 
 // Length of text[0, n) cut back so it does not end inside a UTF-8 sequence (when the bytes are UTF-8 at all).
 std::size_t utf8_floor(const char* d, std::size_t n) {

@@ -90,34 +90,31 @@ std::size_t word_end(const char* p, std::size_t i, std::size_t n) {
 
 // What one pass over a word (its trailing ':' or '|' off) says of it.
 struct WordFacts {
-  std::size_t size = 0;
-  bool digit_first = false;
   bool upper_first = false;
   bool digits = false;      // digits only (and at least one)
-  bool time_chars = true;   // digits, - / : . , T Z + only
-  bool separator = false;   // one of - / : . ,
-  // A date or time token: digits with at least one of - / : . , and nothing but those and T, Z, +.
-  bool time_token() const { return size >= 4 && digit_first && time_chars && separator; }
+  // A date or time token: at least 4 bytes, a digit first, at least one of - / : . , and nothing but digits, those
+  // and T, Z, +.
+  bool time_token = false;
 };
 
 WordFacts word_facts(std::string_view w) {
   WordFacts f;
-  f.size = w.size();
   if (w.empty()) return f;
-  f.digit_first = is_digit(w[0]);
+  const bool digit_first = is_digit(w[0]);
   f.upper_first = w[0] >= 'A' && w[0] <= 'Z';
-  bool digits = true;
+  bool digits = true, time_chars = true, separator = false;
   for (const char c : w) {
     if (is_digit(c)) continue;
     digits = false;
     if (c == '-' || c == '/' || c == ':' || c == '.' || c == ',') {
-      f.separator = true;
+      separator = true;
     } else if (c != 'T' && c != 'Z' && c != '+') {
-      f.time_chars = false;
-      if (!f.digit_first) break;  // neither a number nor a time: nothing more to learn
+      time_chars = false;
+      if (!digit_first) break;  // neither a number nor a time: nothing more to learn
     }
   }
   f.digits = digits;
+  f.time_token = w.size() >= 4 && digit_first && time_chars && separator;
   return f;
 }
 
@@ -143,7 +140,7 @@ std::string_view strip_log_prefix(std::string_view line) {
       std::string_view bare = w;
       if (!bare.empty() && (bare.back() == ':' || bare.back() == '|')) bare.remove_suffix(1);
       const WordFacts f = word_facts(bare);
-      const bool clock = f.time_token() || glog_head(bare);
+      const bool clock = f.time_token || glog_head(bare);
       if (clock || (f.upper_first && level_word(bare)) || source_position(w) || unit_pid(w) || w == "-" || w == "|" ||
           (month && f.digits && bare.size() <= 2) || (timed && f.digits)) {
         len = w.size();
